@@ -1,0 +1,393 @@
+"""Random untied pre-LN Transformer stacks (THEORY.md §0).
+
+Block ℓ = 0..L-1 with its own weights θ_ℓ and depth step h = 1/L::
+
+    U  = (1 - hα) X + h · Σ_heads softmax(mask ∘ (LN₁(X) W_Q (LN₁(X) W_K)ᵀ / √d_k) + bias) · LN₁(X) W_V W_O
+         [+ h · g_ℓ · Lift(Shift(SlowAttn(Pool(LN₁(X)))))]          (hierarchical slow path, when P is set)
+    X' = U + h · MLP(LN₂(U)),   MLP(z) = GELU(z W₁ + b₁) W₂ + b₂
+
+The slow path pools LN₁(X) into n = T/P block means (ε = 1/P), attends over them
+with its own weights and the slow kernel (``causal`` by default; ``full`` is the v1
+paper's unmasked variant, which leaks later blocks into earlier tokens), shifts the
+result by one block (block b receives block b-1's output, block 0 receives zero) and
+lifts it back to tokens, scaled by the gate g_ℓ (zero-initialised unless ``gate=``).
+
+Knobs for drawing stacks with and without saturation / contraction (THEORY.md §3, §5):
+``value_scale`` c makes W_VO = Σ_h W_V W_O ≈ c·I + noise; ``weight_scale`` scales all
+random matrices; ``decay`` α ≥ 0 damps the residual stream; ``ln_gain`` sets the LN
+gains γ ≈ ln_gain.  ``weight_path="smooth"`` draws θ_ℓ = θ(ℓh) from a smooth random
+path θ(t) (a short cosine series), so that the stack is the explicit Euler scheme of
+dX/dt = F(θ(t), X) (Claim 1.1); ``stack.weights_at(t)`` evaluates θ(t) anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, asdict
+
+import torch
+from torch import nn
+
+from numerics import kernels as K
+
+WEIGHT_PATHS = (None, "smooth")
+LN_EPS = 1e-5
+PATH_MODES = 4  # cosine modes of the smooth weight path
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Everything that defines a random stack; ``random_stack`` validates it."""
+
+    T: int
+    d: int
+    layers: int
+    heads: int
+    kernel: str
+    P: int | None = None
+    gate: float = 0.0
+    seed: int = 0
+    mlp_ratio: int = 4
+    weight_path: str | None = None
+    slow_kernel: str = "causal"
+    block_size: int | None = None
+    value_scale: float = 0.0
+    weight_scale: float = 1.0
+    decay: float = 0.0
+    ln_gain: float = 1.0
+
+    @property
+    def h(self) -> float:
+        return 1.0 / self.layers
+
+    @property
+    def d_k(self) -> int:
+        return self.d // self.heads
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _positive_int(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer")
+
+
+def _finite(value, name: str) -> None:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+
+
+def validate_config(cfg: StackConfig) -> StackConfig:
+    """Raise ValueError naming the offending parameter; never fixes anything silently."""
+    for name in ("T", "d", "layers", "heads", "mlp_ratio"):
+        _positive_int(getattr(cfg, name), name)
+    if cfg.d % cfg.heads:
+        raise ValueError(f"heads={cfg.heads} does not divide d={cfg.d}")
+    K.check_kernel(cfg.kernel)
+    K.check_kernel(cfg.slow_kernel, name="slow_kernel", allowed=K.SLOW_KERNELS)
+    if cfg.P is not None:
+        K.check_divisible(cfg.T, cfg.P, "P")
+    if cfg.block_size is not None:
+        K.check_divisible(cfg.T, cfg.block_size, "block_size")
+    if cfg.kernel == "block" and cfg.block_size is None and cfg.P is None:
+        raise ValueError("kernel='block' needs block_size or P to define its blocks")
+    for name in ("gate", "value_scale", "weight_scale", "decay", "ln_gain"):
+        _finite(getattr(cfg, name), name)
+    if cfg.gate != 0.0 and cfg.P is None:
+        raise ValueError(f"gate={cfg.gate} needs the slow path: set P (block length)")
+    if cfg.weight_scale <= 0:
+        raise ValueError(f"weight_scale={cfg.weight_scale} must be positive")
+    if cfg.decay < 0:
+        raise ValueError(f"decay={cfg.decay} must be >= 0 (X' = (1 - h*decay) X + ...)")
+    if cfg.value_scale < 0:
+        raise ValueError(f"value_scale={cfg.value_scale} must be >= 0 (W_VO ≈ c·I + noise, c ≥ 0)")
+    if cfg.weight_path not in WEIGHT_PATHS:
+        raise ValueError(f"weight_path={cfg.weight_path!r} is not one of None, 'smooth'")
+    if not isinstance(cfg.seed, int):
+        raise ValueError(f"seed={cfg.seed!r} must be an integer")
+    return cfg
+
+
+def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """Token-wise LN(z) = γ ⊙ (z − mean z)/√(var z + eps) + β (biased variance)."""
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(var + LN_EPS) + beta
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """Exact GELU, x Φ(x)."""
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(d))
+        self.beta = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        return layer_norm(x, self.gamma, self.beta)
+
+
+class Attention(nn.Module):
+    """Multi-head attention with a fixed kernel: W_Q, W_K, W_V (heads, d, d_k); W_O (heads, d_k, d)."""
+
+    def __init__(self, d: int, heads: int, bias: torch.Tensor):
+        super().__init__()
+        d_k = d // heads
+        self.W_Q = nn.Parameter(torch.zeros(heads, d, d_k))
+        self.W_K = nn.Parameter(torch.zeros(heads, d, d_k))
+        self.W_V = nn.Parameter(torch.zeros(heads, d, d_k))
+        self.W_O = nn.Parameter(torch.zeros(heads, d_k, d))
+        self.register_buffer("bias", bias)  # (heads, T, T): 0 / -inf mask plus ALiBi
+
+    def weights(self, z: torch.Tensor) -> torch.Tensor:
+        """Attention matrices (..., heads, T, T) for normalised tokens z (..., T, d)."""
+        q = torch.einsum("...td,hdk->...htk", z, self.W_Q)
+        k = torch.einsum("...td,hdk->...htk", z, self.W_K)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.W_Q.shape[-1]) + self.bias
+        return torch.softmax(scores, dim=-1)
+
+    def forward(self, z):
+        v = torch.einsum("...td,hdk->...htk", z, self.W_V)
+        mixed = self.weights(z) @ v
+        return torch.einsum("...htk,hkd->...td", mixed, self.W_O)
+
+    def value_output(self) -> torch.Tensor:
+        """W_VO = Σ_heads W_V W_O, (d, d)."""
+        return torch.einsum("hdk,hke->de", self.W_V, self.W_O)
+
+
+class MLP(nn.Module):
+    def __init__(self, d: int, width: int):
+        super().__init__()
+        self.W1 = nn.Parameter(torch.zeros(d, width))
+        self.b1 = nn.Parameter(torch.zeros(width))
+        self.W2 = nn.Parameter(torch.zeros(width, d))
+        self.b2 = nn.Parameter(torch.zeros(d))
+
+    def forward(self, z):
+        return gelu(z @ self.W1 + self.b1) @ self.W2 + self.b2
+
+
+class SlowPath(nn.Module):
+    """Block-mean pooling -> attention over n = T/P block tokens -> one-block shift -> lift."""
+
+    def __init__(self, d: int, heads: int, T: int, P: int, slow_kernel: str):
+        super().__init__()
+        self.P = P
+        n = T // P
+        self.attn = Attention(d, heads, K.score_bias(n, heads, slow_kernel))
+
+    def forward(self, z):
+        *batch, T, d = z.shape
+        pooled = z.reshape(*batch, T // self.P, self.P, d).mean(-2)
+        out = self.attn(pooled)
+        shifted = torch.cat([torch.zeros_like(out[..., :1, :]), out[..., :-1, :]], dim=-2)
+        return shifted.repeat_interleave(self.P, dim=-2)
+
+
+class Layer(nn.Module):
+    """One untied pre-LN block; ``h`` and ``decay`` are fixed numbers, not parameters."""
+
+    def __init__(self, cfg: StackConfig, bias: torch.Tensor):
+        super().__init__()
+        self.h, self.decay = cfg.h, cfg.decay
+        self.ln1 = LayerNorm(cfg.d)
+        self.attn = Attention(cfg.d, cfg.heads, bias)
+        self.ln2 = LayerNorm(cfg.d)
+        self.mlp = MLP(cfg.d, cfg.mlp_ratio * cfg.d)
+        if cfg.P is not None:
+            self.slow = SlowPath(cfg.d, cfg.heads, cfg.T, cfg.P, cfg.slow_kernel)
+            self.gate = nn.Parameter(torch.tensor(float(cfg.gate)))
+        else:
+            self.slow = None
+
+    def mixing(self, x):
+        """The attention update (fast plus gated slow path) before the step h."""
+        z = self.ln1(x)
+        update = self.attn(z)
+        if self.slow is not None:
+            update = update + self.gate * self.slow(z)
+        return update
+
+    def forward(self, x):
+        u = (1.0 - self.h * self.decay) * x + self.h * self.mixing(x)
+        return u + self.h * self.mlp(self.ln2(u))
+
+    def vector_field(self, x):
+        """F(θ, X) = −αX + attention(X) + MLP(LN₂(X)): the layer is X + hF up to O(h²)."""
+        return -self.decay * x + self.mixing(x) + self.mlp(self.ln2(x))
+
+    def token_map(self, xbar):
+        """The layer on a token-homogeneous state 1x̄ᵀ, computed on x̄ alone (..., d).
+
+        A1 = 1 and every value row is equal, so attention returns LN₁(x̄) W_VO on each token.
+        """
+        ubar = (1.0 - self.h * self.decay) * xbar + self.h * self.ln1(xbar) @ self.attn.value_output()
+        return ubar + self.h * self.mlp(self.ln2(ubar))
+
+
+class Stack(nn.Module):
+    """An untied stack: ``stack(X)`` maps (..., T, d) -> (..., T, d)."""
+
+    def __init__(self, cfg: StackConfig):
+        super().__init__()
+        self.config = validate_config(cfg)
+        bias = K.score_bias(cfg.T, cfg.heads, cfg.kernel, cfg.block_size or cfg.P)
+        self.layers = nn.ModuleList(Layer(cfg, bias) for _ in range(cfg.layers))
+        self._path: dict[str, torch.Tensor] | None = None
+
+    @property
+    def h(self) -> float:
+        return self.config.h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def trajectory(self, x: torch.Tensor) -> torch.Tensor:
+        """All states X_0 .. X_L, shape (layers+1, ..., T, d)."""
+        self._check_input(x)
+        states = [x]
+        for layer in self.layers:
+            states.append(layer(states[-1]))
+        return torch.stack(states)
+
+    def reference_trajectory(self, xbar: torch.Tensor) -> torch.Tensor:
+        """Token-homogeneous reference x̄_0 .. x̄_L, shape (..., layers+1, d), computed on x̄ only.
+
+        Requires every gate to be zero: the slow path's one-block shift feeds block 0
+        zero and the others the same value, which breaks homogeneity when g ≠ 0.
+        """
+        if xbar.shape[-1] != self.config.d:
+            raise ValueError(f"xbar has last dimension {xbar.shape[-1]}, expected d={self.config.d}")
+        if any(layer.slow is not None and float(layer.gate) != 0.0 for layer in self.layers):
+            raise ValueError("reference_trajectory needs gate=0: a nonzero gate makes the "
+                             "slow path's one-block shift break token homogeneity")
+        states = [xbar]
+        for layer in self.layers:
+            states.append(layer.token_map(states[-1]))
+        return torch.stack(states, dim=-2)
+
+    def frozen_kernels(self) -> torch.Tensor:
+        """Per-head frozen kernels (heads, T, T) of the fast path."""
+        return torch.softmax(self.layers[0].attn.bias, dim=-1)
+
+    def frozen_kernel(self) -> torch.Tensor:
+        """The common frozen kernel A (T, T); an error when heads disagree (ALiBi, heads > 1)."""
+        A = self.frozen_kernels()
+        if not torch.allclose(A, A[:1].expand_as(A), rtol=0, atol=0):
+            raise ValueError(f"kernel={self.config.kernel!r} gives each head its own frozen kernel; "
+                             "use frozen_kernels() for the (heads, T, T) stack")
+        return A[0]
+
+    def weights_at(self, t: float) -> dict[str, torch.Tensor]:
+        """θ(t) on the smooth weight path, as a parameter dict for one ``Layer``."""
+        if self._path is None:
+            raise ValueError("weights_at needs weight_path='smooth'")
+        c = torch.tensor([math.cos(math.pi * k * t) for k in range(PATH_MODES)],
+                         dtype=next(iter(self._path.values())).dtype,
+                         device=next(iter(self._path.values())).device)
+        return {name: torch.einsum("k,k...->...", c, coef) for name, coef in self._path.items()}
+
+    def check_finite(self) -> None:
+        """Raise ValueError naming the first parameter holding NaN or inf."""
+        for name, p in self.named_parameters():
+            if not torch.isfinite(p).all():
+                raise ValueError(f"parameter {name} has non-finite entries (NaN or inf)")
+
+    def _check_input(self, x):
+        T, d = self.config.T, self.config.d
+        if x.dim() < 2 or x.shape[-2:] != (T, d):
+            raise ValueError(f"input has shape {tuple(x.shape)}, expected (..., T={T}, d={d})")
+
+
+def _draw_layer_params(layer: Layer, cfg: StackConfig, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """One i.i.d. draw of a layer's weights (float64, CPU), by parameter name."""
+    d, dk, heads, s = cfg.d, cfg.d_k, cfg.heads, cfg.weight_scale
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+    # c·I split over heads: Σ_h E_h E_hᵀ = I with E_h the d×d_k block of the identity.
+    eye_blocks = torch.eye(d, dtype=torch.float64).reshape(d, heads, dk).permute(1, 0, 2)
+    root_c = math.sqrt(cfg.value_scale)
+    params = {}
+    for name, p in layer.named_parameters():
+        if name == "gate":
+            continue
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf == "gamma":
+            value = cfg.ln_gain + 0.1 * randn(d)
+        elif leaf in ("beta", "b1", "b2"):
+            value = 0.1 * randn(*p.shape)
+        elif leaf in ("W_Q", "W_K"):
+            value = s * randn(heads, d, dk) / math.sqrt(d)
+        elif leaf == "W_V":
+            value = s * randn(heads, d, dk) / math.sqrt(d) + root_c * eye_blocks
+        elif leaf == "W_O":
+            value = s * randn(heads, dk, d) / math.sqrt(dk * heads) + root_c * eye_blocks.transpose(1, 2)
+        elif leaf == "W1":
+            value = s * randn(*p.shape) / math.sqrt(p.shape[0])
+        elif leaf == "W2":
+            value = s * randn(*p.shape) / math.sqrt(p.shape[0])
+        else:  # pragma: no cover - a new parameter must get an explicit distribution
+            raise AssertionError(f"no distribution for parameter {name}")
+        params[name] = value
+    return params
+
+
+def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | None = None,
+                 gate: float = 0.0, seed: int = 0, dtype=torch.float64, device=None,
+                 mlp_ratio: int = 4, weight_path: str | None = None, *, slow_kernel: str = "causal",
+                 block_size: int | None = None, value_scale: float = 0.0, weight_scale: float = 1.0,
+                 decay: float = 0.0, ln_gain: float = 1.0) -> Stack:
+    """Draw a random untied pre-LN stack (THEORY.md §0), reproducibly from ``seed``.
+
+    Weights are drawn in float64 on the CPU from ``torch.Generator().manual_seed(seed)``
+    and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
+    ``weight_path=None`` draws every layer i.i.d.; ``"smooth"`` samples θ_ℓ = θ(ℓh) from
+    θ(t) = Σ_k cos(πkt) Θ_k / (1+k)², with Θ_k i.i.d. draws (k < 4).
+    """
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
+    device = resolve_device(device)
+    cfg = StackConfig(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
+                      mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
+                      block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
+                      decay=decay, ln_gain=ln_gain)
+    stack = Stack(cfg).to(torch.float64)
+    gen = torch.Generator().manual_seed(seed)
+    if weight_path == "smooth":
+        draws = [_draw_layer_params(stack.layers[0], cfg, gen) for _ in range(PATH_MODES)]
+        path = {name: torch.stack([draws[k][name] / (1 + k) ** 2 for k in range(PATH_MODES)])
+                for name in draws[0]}
+        stack._path = {name: coef.to(dtype=dtype, device=device) for name, coef in path.items()}
+        per_layer = [stack.weights_at(ell * cfg.h) for ell in range(layers)]
+    else:
+        per_layer = [_draw_layer_params(layer, cfg, gen) for layer in stack.layers]
+    with torch.no_grad():
+        for layer, values in zip(stack.layers, per_layer):
+            for name, p in layer.named_parameters():
+                if name in values:
+                    p.copy_(values[name].to(torch.float64))
+    stack = stack.to(dtype=dtype, device=device)
+    stack.check_finite()
+    return stack
+
+
+def resolve_device(device) -> torch.device:
+    """``None`` -> CPU; "auto" -> CUDA when available else CPU; "cuda" without CUDA is an error."""
+    if device is None:
+        return torch.device("cpu")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was requested but CUDA is not available on this machine")
+    return device

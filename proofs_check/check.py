@@ -1,0 +1,66 @@
+"""``fastslow check``: run the claims' checks and assemble the ledger (table and JSON)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from proofs_check.ledger import CLAIM_IDS, CheckContext, load_checks, run_claim
+
+
+def environment(device: str) -> dict:
+    import mpmath
+    import numpy
+    import scipy
+    import sympy
+    import torch
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "device": device,
+            "torch": torch.__version__, "sympy": sympy.__version__, "numpy": numpy.__version__,
+            "scipy": scipy.__version__, "mpmath": mpmath.__version__,
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+
+
+def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
+               quick: bool = True, progress: bool = True) -> dict:
+    """Run the selected claims (all of THEORY.md by default) and return the ledger dict."""
+    from tqdm import tqdm
+
+    load_checks()
+    ids = claim_ids or list(CLAIM_IDS)
+    unknown = [i for i in ids if i not in CLAIM_IDS]
+    if unknown:
+        raise ValueError(f"--claim {', '.join(unknown)}: not a claim of THEORY.md "
+                         f"(known: {', '.join(CLAIM_IDS)})")
+    ctx = CheckContext(device=device, profile=profile, quick=quick)
+    claims = []
+    bar = tqdm(ids, desc="claims", unit="claim", disable=not progress or not sys.stderr.isatty())
+    for cid in bar:
+        bar.set_postfix_str(cid)
+        claims.append(run_claim(cid, ctx))
+    return {"claims": claims, "environment": environment(device),
+            "options": {"profile": profile, "quick": quick}}
+
+
+def format_table(ledger: dict) -> str:
+    """Plain-text ledger: claim, symbolic, numeric error vs tolerance, control, status."""
+    rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "status", "s")]
+    for c in ledger["claims"]:
+        sym = f"{c['symbolic']['proved']}/{c['symbolic']['steps']}"
+        num = c.get("numeric")
+        num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e} ({num['cases']})" if num else "-"
+        ctl = c["control"]["status"] if c.get("control") else "-"
+        flag = " (recon.)" if c.get("reconstruction") else ""
+        rows.append((c["id"], (c["title"] + flag)[:46], sym, num_s, ctl, c["status"],
+                     f"{c.get('seconds', 0):.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
+    lines.append(f"\n{counts['verified']} verified, {counts['failed']} failed, {counts['skipped']} skipped")
+    for c in ledger["claims"]:
+        if c["status"] == "failed":
+            lines.append(f"  {c['id']} failed: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")
+        if c.get("finding"):
+            lines.append(f"  {c['id']} finding: {c['finding']}")
+    return "\n".join(lines)

@@ -1,0 +1,191 @@
+"""The ``fastslow`` command line: derive, check, figures, simulate, bench, reproduce.
+
+Every subcommand validates its input and exits 2 with ``fastslow: error: ...`` naming
+the parameter on bad input; 1 when a check or drift test fails; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+DEVICES = ("auto", "cpu", "cuda")
+PROFILES = ("ci", "thorough")
+
+
+class UsageError(ValueError):
+    """Bad input from the command line; printed without a traceback."""
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not finite")
+    return value
+
+
+def write_json(path: str | os.PathLike, data) -> None:
+    """Write JSON atomically: a temporary file in the same folder, then os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2, default=str)
+    os.replace(tmp, path)
+
+
+def _device(name: str) -> str:
+    from numerics import resolve_device
+
+    return str(resolve_device(name))
+
+
+def cmd_derive(args) -> int:
+    from theory.derive import derive
+
+    report = derive(families=args.family or None, check=args.check, progress=not args.no_progress)
+    print(report)
+    return 0 if report.ok else 1
+
+
+def cmd_check(args) -> int:
+    from proofs_check.check import run_checks, format_table
+
+    device = _device(args.device)
+    ledger = run_checks(args.claim or None, device=device, profile=args.profile,
+                        quick=not args.full, progress=not args.no_progress)
+    print(format_table(ledger))
+    if args.json:
+        write_json(args.json, ledger)
+    return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
+
+
+def cmd_figures(args) -> int:
+    from proofs_check.figures import load_figures, render
+    from proofs_check.ledger import CheckContext
+
+    figures = load_figures()
+    if args.list:
+        for name, fig in sorted(figures.items()):
+            print(f"{name:32s} claim {fig.claim:4s} {fig.title}")
+        return 0
+    ctx = CheckContext(device=_device(args.device), quick=not args.full)
+    written = render(args.only or None, ctx, Path(args.out))
+    for name, paths in written.items():
+        print(f"{name:32s} " + "  ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from proofs_check.simulate import simulate, format_summary
+
+    summary = simulate(T=args.T, P=args.P or None, d=args.d, layers=args.layers, heads=args.heads,
+                       kernel=args.kernel, gate=args.gate, seed=args.seed, device=_device(args.device),
+                       slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay)
+    print(format_summary(summary))
+    if args.json:
+        write_json(args.json, summary)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from benchmarks.run import run_benchmarks
+
+    results = run_benchmarks(quick=args.quick, device=_device(args.device))
+    if args.json:
+        write_json(args.json, results)
+    return 0
+
+
+def cmd_reproduce(args) -> int:
+    from proofs_check.reproduce import reproduce
+
+    return reproduce(out=Path(args.out), quick=args.quick, device=_device(args.device))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fastslow",
+        description="Verify the claims of 'Attention is Just Another Name for Coupling?' "
+                    "(arXiv 2606.16730) symbolically, by generated code, and by simulation.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("derive", help="regenerate numerics/generated/ from the SymPy derivations")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 naming every generated file that differs from a fresh derivation")
+    p.add_argument("--family", action="append", help="only this claim family (repeatable)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_derive)
+
+    p = sub.add_parser("check", help="verify claims (symbolic, mpmath, numeric, control); print the ledger")
+    p.add_argument("--claim", action="append", metavar="ID",
+                   help="claim id as in THEORY.md, e.g. 2.1 (repeatable; default: all)")
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="where simulations run (default cpu)")
+    p.add_argument("--profile", choices=PROFILES, default=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+                   help="ci: bounded sizes (default); thorough: many more cases, meant for a GPU")
+    p.add_argument("--full", action="store_true", help="full-size checks instead of the quick CI sizes")
+    p.add_argument("--json", metavar="PATH", help="write the ledger as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("figures", help="list or render the figures")
+    p.add_argument("--only", action="append", metavar="NAME", help="render this figure (repeatable)")
+    p.add_argument("--out", default="out/figures", help="output folder (default out/figures)")
+    p.add_argument("--list", action="store_true", help="list figure names and exit")
+    p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.add_argument("--full", action="store_true", help="full-size figures (default: quick sizes)")
+    p.set_defaults(run=cmd_figures)
+
+    p = sub.add_parser("simulate", help="build a random stack, run it and its reference trajectory")
+    p.add_argument("--T", type=int, default=64, help="tokens (default 64)")
+    p.add_argument("--P", type=int, default=8, help="block length of the slow path; 0 turns it off (default 8)")
+    p.add_argument("--d", type=int, default=64, help="model width (default 64)")
+    p.add_argument("--layers", type=int, default=12, help="depth L, h = 1/L (default 12)")
+    p.add_argument("--heads", type=int, default=4, help="attention heads, must divide d (default 4)")
+    p.add_argument("--kernel", default="causal", help="causal | full | alibi | block (default causal)")
+    p.add_argument("--slow-kernel", default="causal", help="causal (default) | full (v1's unmasked variant)")
+    p.add_argument("--gate", type=_finite_float, default=0.0, help="gate amplitude g of every layer (default 0)")
+    p.add_argument("--value-scale", type=_finite_float, default=0.0, help="c in W_VO ≈ c·I + noise (default 0)")
+    p.add_argument("--decay", type=_finite_float, default=0.0, help="residual damping α ≥ 0 (default 0)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--json", metavar="PATH", help="write the summary as JSON")
+    p.set_defaults(run=cmd_simulate)
+
+    p = sub.add_parser("bench", help="benchmarks, each a ratio against a baseline timed in the same run")
+    p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("reproduce", help="derive --check, check every claim, all figures, the report")
+    p.add_argument("--out", default="out", help="output folder (default out/)")
+    p.add_argument("--quick", action="store_true", help="the CI-sized run (about 3 minutes)")
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.set_defaults(run=cmd_reproduce)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (ValueError, UsageError) as exc:
+        print(f"fastslow {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fastslow: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The figure registry: ``@figure(name, claim=...)`` functions ``(ctx, out_dir) -> list[Path]``.
+
+Figure modules live beside this file, one per claim family, and are discovered on
+first use.  Every figure is written as PNG and PDF through ``save``, atomically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+FIGURES: dict[str, "Figure"] = {}
+
+
+@dataclass
+class Figure:
+    name: str
+    claim: str
+    title: str
+    render: Callable
+
+
+def figure(name: str, *, claim: str, title: str):
+    """Register a figure renderer under ``name`` (used by ``fastslow figures --only name``)."""
+
+    def register(fn):
+        if name in FIGURES:
+            raise ValueError(f"figure {name!r} is registered twice")
+        FIGURES[name] = Figure(name=name, claim=claim, title=title, render=fn)
+        return fn
+
+    return register
+
+
+def load_figures() -> dict[str, Figure]:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return FIGURES
+
+
+def save(fig, out_dir: Path, name: str) -> list[Path]:
+    """Write ``fig`` as ``name.png`` and ``name.pdf`` in ``out_dir`` atomically; close it."""
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        final = out_dir / f"{name}.{ext}"
+        fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=f".{ext}.tmp")
+        os.close(fd)
+        try:
+            fig.savefig(tmp, format=ext, dpi=130, bbox_inches="tight")
+            os.replace(tmp, final)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        paths.append(final)
+    plt.close(fig)
+    return paths
+
+
+def render(names: list[str] | None, ctx, out_dir: Path) -> dict[str, list[Path]]:
+    """Render the named figures (all when ``names`` is None); unknown names are an error."""
+    figures = load_figures()
+    unknown = [n for n in names or [] if n not in figures]
+    if unknown:
+        raise ValueError(f"--only {', '.join(unknown)}: no such figure (known: {', '.join(sorted(figures))})")
+    return {name: figures[name].render(ctx, Path(out_dir)) for name in (names or sorted(figures))}

@@ -1,0 +1,180 @@
+"""The claims ledger: one registry entry per claim of THEORY.md, and the rule that decides its status.
+
+A claim is **verified** only when (a) every symbolic step is proved, (b) the numeric
+property check's max error is within its stated tolerance, and (c) its negative
+control fails as predicted.  Check functions report evidence; they never set the
+status themselves.  A claim with no check registered is **skipped**, never verified.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+import time
+import traceback
+from dataclasses import dataclass, field, asdict
+from typing import Callable
+
+# Every claim id of THEORY.md, in order, with its family (docs/ARCHITECTURE.md).
+CLAIM_IDS: dict[str, str] = {
+    "1.1": "depth_flow", "1.2": "depth_flow",
+    "2.1": "factorisation", "2.2": "factorisation", "2.3": "factorisation", "2.4": "factorisation",
+    "3.1": "coarse_graining", "3.2": "coarse_graining",
+    "4.1": "visibility", "4.2": "visibility",
+    "5.1": "stability", "5.2": "stability",
+    "6.1": "slow_manifold", "6.2": "slow_manifold", "6.3": "slow_manifold",
+    "7.1": "emissions", "7.2": "emissions", "7.3": "emissions",
+}
+
+STATUSES = ("verified", "failed", "skipped")
+CONTROL_STATUSES = ("fails-as-predicted", "did-not-fail")
+
+
+@dataclass
+class SymbolicStep:
+    """One step of a derivation: ``proved`` only when SymPy reduced it to zero / True exactly."""
+
+    name: str
+    proved: bool
+    method: str = "simplify"  # simplify | equals | exact-rational | mpmath-50 | interval
+    detail: str = ""
+
+
+@dataclass
+class NumericResult:
+    """A property check against simulation: cases run, the worst error, and its derived tolerance."""
+
+    cases: int
+    max_error: float
+    tolerance: float
+    detail: str = ""
+    table: list[dict] = field(default_factory=list)  # optional rows for the report
+
+    @property
+    def ok(self) -> bool:
+        return self.cases > 0 and math.isfinite(self.max_error) and self.max_error <= self.tolerance
+
+
+@dataclass
+class ControlResult:
+    """The negative control: the theorem's condition broken, the claim failing by the predicted amount."""
+
+    status: str  # fails-as-predicted | did-not-fail
+    detail: str = ""
+
+    def __post_init__(self):
+        if self.status not in CONTROL_STATUSES:
+            raise ValueError(f"control status {self.status!r} is not one of {CONTROL_STATUSES}")
+
+
+@dataclass
+class ClaimResult:
+    """What a check function returns: evidence only."""
+
+    symbolic: list[SymbolicStep]
+    numeric: NumericResult
+    control: ControlResult
+    notes: str = ""
+    finding: str = ""  # a stated counterexample or condition the paper's statement needs
+
+
+@dataclass
+class Claim:
+    id: str
+    title: str
+    family: str
+    statement: str
+    assumptions: list[str]
+    reconstruction: bool
+    generated: list[str]
+    tests: list[str]
+    control: str
+    figure: str | None
+    check: Callable | None = None
+
+
+@dataclass
+class CheckContext:
+    """Options every check receives: device, Hypothesis profile, and quick (CI-sized) mode."""
+
+    device: str = "cpu"
+    profile: str = "ci"
+    quick: bool = True
+    seed: int = 0
+
+    @property
+    def thorough(self) -> bool:
+        return self.profile == "thorough"
+
+
+CLAIMS: dict[str, Claim] = {}
+
+
+def claim(id: str, *, title: str, family: str, statement: str, assumptions: list[str],
+          reconstruction: bool = False, generated: list[str] = (), tests: list[str] = (),
+          control: str, figure: str | None = None):
+    """Register the decorated function as the check of claim ``id``."""
+    if id not in CLAIM_IDS:
+        raise ValueError(f"claim id {id!r} is not in THEORY.md ({', '.join(CLAIM_IDS)})")
+    if CLAIM_IDS[id] != family:
+        raise ValueError(f"claim {id} belongs to family {CLAIM_IDS[id]!r}, not {family!r}")
+
+    def register(fn):
+        CLAIMS[id] = Claim(id=id, title=title, family=family, statement=statement,
+                           assumptions=list(assumptions), reconstruction=reconstruction,
+                           generated=list(generated), tests=list(tests), control=control,
+                           figure=figure, check=fn)
+        return fn
+
+    return register
+
+
+def load_checks() -> dict[str, Claim]:
+    """Import every module of ``proofs_check.checks`` so that their claims register."""
+    from proofs_check import checks
+
+    for info in pkgutil.iter_modules(checks.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"proofs_check.checks.{info.name}")
+    return CLAIMS
+
+
+def decide(result: ClaimResult) -> str:
+    """The ledger's rule: verified iff all steps proved, numeric within tolerance, control failed."""
+    symbolic_ok = all(step.proved for step in result.symbolic)
+    if symbolic_ok and result.numeric.ok and result.control.status == "fails-as-predicted":
+        return "verified"
+    return "failed"
+
+
+def run_claim(claim_id: str, ctx: CheckContext) -> dict:
+    """Run one claim's check and return its ledger entry (JSON-ready)."""
+    if claim_id not in CLAIM_IDS:
+        raise ValueError(f"--claim {claim_id!r} is not a claim of THEORY.md ({', '.join(CLAIM_IDS)})")
+    entry = CLAIMS.get(claim_id)
+    if entry is None or entry.check is None:
+        return {"id": claim_id, "family": CLAIM_IDS[claim_id], "title": "(not implemented)",
+                "status": "skipped", "reconstruction": False,
+                "symbolic": {"steps": 0, "proved": 0}, "numeric": None, "control": None,
+                "tests": [], "figure": None, "seconds": 0.0, "detail": "no check registered"}
+    start = time.perf_counter()
+    record = {k: v for k, v in asdict(entry).items() if k != "check"}
+    try:
+        result = entry.check(ctx)
+    except Exception as exc:  # a crashing check is a failed claim, with its traceback kept
+        record.update(status="failed", symbolic={"steps": 0, "proved": 0}, numeric=None,
+                      control=None, detail=f"check raised {type(exc).__name__}: {exc}",
+                      traceback=traceback.format_exc(), seconds=time.perf_counter() - start)
+        return record
+    record.update(
+        status=decide(result),
+        symbolic={"steps": len(result.symbolic), "proved": sum(s.proved for s in result.symbolic),
+                  "list": [asdict(s) for s in result.symbolic]},
+        numeric={"cases": result.numeric.cases, "max_error": result.numeric.max_error,
+                 "tolerance": result.numeric.tolerance, "detail": result.numeric.detail,
+                 "table": result.numeric.table},
+        control={"status": result.control.status, "detail": result.control.detail},
+        notes=result.notes, finding=result.finding, seconds=time.perf_counter() - start,
+    )
+    return record

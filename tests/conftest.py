@@ -1,0 +1,19 @@
+"""Hypothesis profiles: ``ci`` (default; bounded, derandomised) and ``thorough`` (many examples, for a GPU).
+
+Choose with ``HYPOTHESIS_PROFILE=thorough``.  ``ci`` is derandomised, so a failure
+reproduces exactly; under ``thorough`` Hypothesis prints the seed of a failing run
+(``--hypothesis-seed=N`` replays it) and ``print_blob`` prints the failing example.
+"""
+
+import os
+
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=200, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+torch.set_num_threads(min(2, torch.get_num_threads()))
