@@ -266,7 +266,7 @@ class Stack(nn.Module):
         """
         if xbar.shape[-1] != self.config.d:
             raise ValueError(f"xbar has last dimension {xbar.shape[-1]}, expected d={self.config.d}")
-        if any(layer.slow is not None and float(layer.gate) != 0.0 for layer in self.layers):
+        if any(layer.slow is not None and float(layer.gate.detach()) != 0.0 for layer in self.layers):
             raise ValueError("reference_trajectory needs gate=0: a nonzero gate makes the "
                              "slow path's one-block shift break token homogeneity")
         states = [xbar]

@@ -16,4 +16,5 @@ settings.register_profile("thorough", max_examples=200, deadline=None, print_blo
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-torch.set_num_threads(min(2, torch.get_num_threads()))
+# Under pytest-xdist each worker gets one thread, so `-n 2` uses the two cores without oversubscribing.
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads()))
