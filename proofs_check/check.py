@@ -22,7 +22,7 @@ def environment(device: str) -> dict:
 
 
 def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
-               quick: bool = True, progress: bool = True) -> dict:
+               quick: bool = True, progress: bool = True, cache_dir: str | None = None) -> dict:
     """Run the selected claims (all of THEORY.md by default) and return the ledger dict."""
     from tqdm import tqdm
 
@@ -32,7 +32,7 @@ def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profi
     if unknown:
         raise ValueError(f"--claim {', '.join(unknown)}: not a claim of THEORY.md "
                          f"(known: {', '.join(CLAIM_IDS)})")
-    ctx = CheckContext(device=device, profile=profile, quick=quick)
+    ctx = CheckContext(device=device, profile=profile, quick=quick, cache_dir=cache_dir)
     claims = []
     bar = tqdm(ids, desc="claims", unit="claim", disable=not progress or not sys.stderr.isatty())
     for cid in bar:

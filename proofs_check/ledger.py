@@ -96,12 +96,18 @@ class Claim:
 
 @dataclass
 class CheckContext:
-    """Options every check receives: device, Hypothesis profile, and quick (CI-sized) mode."""
+    """Options every check and figure receives.
+
+    ``quick`` selects CI sizes; ``cache_dir`` (set by ``fastslow reproduce``) is where
+    expensive shared results — the training experiment's curves — are kept, so that a
+    check and a figure reuse one run.
+    """
 
     device: str = "cpu"
     profile: str = "ci"
     quick: bool = True
     seed: int = 0
+    cache_dir: str | None = None
 
     @property
     def thorough(self) -> bool:
