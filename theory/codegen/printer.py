@@ -361,7 +361,7 @@ class TorchPrinter(SymPyTorchPrinter):
         return self._broadcast(f"{self._operand(expr.parent)}[..., {int(i)}, {int(j)}]")
 
     def _print_DiagMatrix(self, expr):
-        vector = expr.arg
+        vector = expr.args[0]
         if vector.shape[1] == 1:
             return f"torch.diag_embed({self._operand(vector)}[..., 0])"
         if vector.shape[0] == 1:
@@ -369,10 +369,10 @@ class TorchPrinter(SymPyTorchPrinter):
         raise CodegenError(f"DiagMatrix of a non-vector in function {self._function!r}")
 
     def _print_DiagonalOf(self, expr):
-        return f"torch.diagonal({self._print(expr.arg)}, dim1=-2, dim2=-1)[..., None]"
+        return f"torch.diagonal({self._print(expr.args[0])}, dim1=-2, dim2=-1)[..., None]"
 
     def _print_DiagonalMatrix(self, expr):
-        return f"torch.diag_embed(torch.diagonal({self._print(expr.arg)}, dim1=-2, dim2=-1))"
+        return f"torch.diag_embed(torch.diagonal({self._print(expr.args[0])}, dim1=-2, dim2=-1))"
 
     def _print_KroneckerProduct(self, expr):
         text = self._print(expr.args[0])
@@ -419,7 +419,11 @@ class TorchPrinter(SymPyTorchPrinter):
     _print_ImmutableDenseMatrix = _print_MutableDenseMatrix = _print_MatrixBase
     _print_ImmutableMatrix = _print_Matrix = _print_DenseMatrix = _print_MatrixBase
 
-    # SymPy's TorchPrinter methods with no batched meaning here.
+    # Inherited printers with no batched meaning here (SymPy's array einsums lack `...`).
+    _print_ArrayTensorProduct = _print_ArrayContraction = _print_not_supported
+    _print_ArrayDiagonal = _print_ArrayAdd = _print_not_supported
+    _print_OneArray = _print_ZeroArray = _print_not_supported
+    _print_Assignment = _print_IndexedBase = _print_not_supported
     _print_MatrixExpr = _print_not_supported
     _print_Derivative = _print_not_supported
     _print_PermuteDims = _print_not_supported
