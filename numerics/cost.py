@@ -1,0 +1,91 @@
+"""Cost of the fast path vs the slow path (Claim 6.3): exact matmul FLOPs and CPU timings.
+
+The FLOP model is derived in ``theory/slow_manifold.py`` (``cost_model``) and
+generated; here it is evaluated, compared with torch's own count on the real
+modules (``numerics.stack.Attention`` over T tokens, ``numerics.stack.SlowPath`` over
+n = T/P block tokens), and the modules are timed.  FLOPs follow FlopCounterMode's
+convention: 2·m·k·n per (m×k)(k×n) product, elementwise work not counted.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from numerics.generated import slow_manifold as gen
+from numerics.stack import random_stack
+
+
+def _positive(value, name):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be a positive integer")
+
+
+def paths(T: int, P: int, d: int, heads: int, seed: int = 0, device=None, dtype=torch.float64):
+    """(fast Attention, SlowPath) of one random hierarchical layer (THEORY.md §0)."""
+    for name, v in (("T", T), ("P", P), ("d", d), ("heads", heads)):
+        _positive(v, name)
+    layer = random_stack(T, d, 1, heads, "causal", P=P, seed=seed, device=device, dtype=dtype).layers[0]
+    return layer.attn, layer.slow
+
+
+def counted_flops(module: torch.nn.Module, x: torch.Tensor) -> int:
+    """torch's FlopCounterMode total for one forward pass of ``module`` on ``x``."""
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        module(x)
+    return int(counter.get_total_flops())
+
+
+def model_flops(T: int, P: int, d: int) -> dict[str, float]:
+    """The generated FLOP model at (T, P, d): fast/slow totals and their parts, and the ratios."""
+    t, p, dd = (torch.tensor(float(v), dtype=torch.float64) for v in (T, P, d))
+    out = {"fast_attention": gen.flops_fast_attention(t, dd), "slow_attention": gen.flops_slow_attention(t, p, dd),
+           "fast_scores_mixing": gen.flops_fast_scores_mixing(t, dd),
+           "slow_scores_mixing": gen.flops_slow_scores_mixing(t, p, dd),
+           "fast_projections": gen.flops_fast_projections(t, dd),
+           "slow_projections": gen.flops_slow_projections(t, p, dd),
+           "ratio_attention": gen.flops_ratio_attention(t, p, dd)}
+    return {k: float(v) for k, v in out.items()}
+
+
+def flop_comparison(T: int, P: int, d: int, heads: int, seed: int = 0) -> dict:
+    """Counted vs modelled FLOPs of both paths; the errors are exact integers (0 expected)."""
+    fast, slow = paths(T, P, d, heads, seed)
+    x = torch.zeros(T, d, dtype=torch.float64)
+    counted_fast, counted_slow = counted_flops(fast, x), counted_flops(slow, x)
+    model = model_flops(T, P, d)
+    return {"T": T, "P": P, "d": d, "heads": heads,
+            "counted_fast": counted_fast, "model_fast": model["fast_attention"],
+            "counted_slow": counted_slow, "model_slow": model["slow_attention"],
+            "error": max(abs(counted_fast - model["fast_attention"]), abs(counted_slow - model["slow_attention"])),
+            "ratio": counted_fast / counted_slow, "model_ratio": model["ratio_attention"]}
+
+
+def time_module(module: torch.nn.Module, x: torch.Tensor, repeats: int = 20) -> float:
+    """Median wall time (s) of one forward pass, after one warm-up call."""
+    _positive(repeats, "repeats")
+    times = []
+    with torch.no_grad():
+        module(x)
+        for _ in range(repeats):
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            module(x)
+            if x.is_cuda:
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def timing_ratio(T: int, P: int, d: int, heads: int, repeats: int = 20, device=None,
+                 dtype=torch.float32, seed: int = 0) -> dict:
+    """Measured time(fast attention on T tokens) / time(slow path on T/P block tokens), one run."""
+    fast, slow = paths(T, P, d, heads, seed, device=device, dtype=dtype)
+    x = torch.randn(T, d, generator=torch.Generator().manual_seed(seed)).to(device=fast.W_Q.device, dtype=dtype)
+    t_fast, t_slow = time_module(fast, x, repeats), time_module(slow, x, repeats)
+    return {"T": T, "P": P, "d": d, "heads": heads, "t_fast": t_fast, "t_slow": t_slow,
+            "ratio": t_fast / t_slow}
