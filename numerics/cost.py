@@ -92,3 +92,25 @@ def timing_ratio(T: int, P: int, d: int, heads: int, repeats: int = 20, device=N
     t_fast, t_slow = time_module(fast, x, repeats), time_module(slow, x, repeats)
     return {"T": T, "P": P, "d": d, "heads": heads, "t_fast": t_fast, "t_slow": t_slow,
             "ratio": t_fast / t_slow}
+
+
+def cost_sweep(quick: bool, device=None) -> dict:
+    """Fast/slow ratios vs P in one run: counted and modelled FLOPs (total and parts), CPU/GPU time.
+
+    quick: T = 512, d = 32, P = 2 … 32, best of 5; else T = 2048, d = 64, P = 2 … 64, best of 20.
+    """
+    T, d, heads = (512, 32, 4) if quick else (2048, 64, 4)
+    Ps = (2, 4, 8, 16, 32) if quick else (2, 4, 8, 16, 32, 64)
+    repeats = 5 if quick else 20
+    rows = []
+    for P in Ps:
+        flops = flop_comparison(T, P, d, heads)
+        model = model_flops(T, P, d)
+        timing = timing_ratio(T, P, d, heads, repeats=repeats, device=device)
+        rows.append({"P": P, "flop_ratio_counted": flops["ratio"], "flop_ratio_model": flops["model_ratio"],
+                     "flop_model_error": flops["error"],
+                     "flop_ratio_scores_mixing": model["fast_scores_mixing"] / model["slow_scores_mixing"],
+                     "flop_ratio_projections": model["fast_projections"] / model["slow_projections"],
+                     "t_fast_s": timing["t_fast"], "t_slow_s": timing["t_slow"], "time_ratio": timing["ratio"]})
+    return {"T": T, "d": d, "heads": heads, "device": str(device or "cpu"),
+            "threads": torch.get_num_threads(), "repeats": repeats, "rows": rows}

@@ -85,10 +85,12 @@ def vector_field(system: str, eps: float):
     e = torch.tensor(_check_eps(eps), dtype=torch.float64)
 
     def fun(t, z):
-        return rhs(*_t(z), e).reshape(-1).numpy()
+        with torch.inference_mode():  # one call per Radau stage: keep torch's per-op overhead low
+            return rhs(*torch.from_numpy(np.asarray(z, dtype=np.float64)).unbind(), e).reshape(-1).numpy()
 
     def jacobian(t, z):
-        return jac(*_t(z), e).numpy()
+        with torch.inference_mode():
+            return jac(*torch.from_numpy(np.asarray(z, dtype=np.float64)).unbind(), e).numpy()
 
     return fun, jacobian
 
@@ -167,7 +169,8 @@ def reduced_error(traj: Trajectory) -> float:
     n = traj.y.shape[1]
 
     def fun(t, Y):
-        return red(*_t(Y)).reshape(-1).numpy()
+        with torch.inference_mode():
+            return red(*torch.from_numpy(np.asarray(Y, dtype=np.float64)).unbind()).reshape(-1).numpy()
 
     sol = solve_ivp(fun, (0.0, float(traj.t[-1])), traj.y[0], method="Radau", t_eval=traj.t,
                     rtol=RTOL, atol=ATOL)
