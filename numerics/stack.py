@@ -55,6 +55,7 @@ class StackConfig:
     weight_scale: float = 1.0
     decay: float = 0.0
     ln_gain: float = 1.0
+    arch: str = "preln"
 
     @property
     def h(self) -> float:
@@ -106,6 +107,9 @@ def validate_config(cfg: StackConfig) -> StackConfig:
         raise ValueError(f"weight_path={cfg.weight_path!r} is not one of None, 'smooth'")
     if not isinstance(cfg.seed, int):
         raise ValueError(f"seed={cfg.seed!r} must be an integer")
+    from numerics.architectures import check_arch  # variants live there (issue 11)
+
+    check_arch(cfg.arch)
     return cfg
 
 
@@ -346,8 +350,13 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
                  gate: float = 0.0, seed: int = 0, dtype=torch.float64, device=None,
                  mlp_ratio: int = 4, weight_path: str | None = None, *, slow_kernel: str = "causal",
                  block_size: int | None = None, value_scale: float = 0.0, weight_scale: float = 1.0,
-                 decay: float = 0.0, ln_gain: float = 1.0) -> Stack:
+                 decay: float = 0.0, ln_gain: float = 1.0, arch: str = "preln",
+                 arch_options: dict | None = None) -> Stack:
     """Draw a random untied pre-LN stack (THEORY.md §0), reproducibly from ``seed``.
+
+    ``arch`` other than ``"preln"`` returns an architecture variant built from the same
+    modules and draws (``numerics.architectures``: postln, relu, looped, hrm, mhc,
+    compressed), configured by ``arch_options``.
 
     Weights are drawn in float64 on the CPU from ``torch.Generator().manual_seed(seed)``
     and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
@@ -356,6 +365,15 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     """
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
+    if arch != "preln":
+        from numerics.architectures import build
+
+        return build(arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
+                     heads=heads, kernel=kernel, P=P, gate=gate, seed=seed, mlp_ratio=mlp_ratio,
+                     weight_path=weight_path, slow_kernel=slow_kernel, block_size=block_size,
+                     value_scale=value_scale, weight_scale=weight_scale, decay=decay, ln_gain=ln_gain)
+    if arch_options:
+        raise ValueError(f"arch_options={arch_options!r}: arch='preln' takes no options")
     device = resolve_device(device)
     cfg = StackConfig(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
                       mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
