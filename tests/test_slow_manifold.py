@@ -1,0 +1,181 @@
+"""THEORY.md §6: slow-manifold expansion (6.1), master equation (6.2), the slow path's cost (6.3).
+
+Each property test sits beside a negative control that breaks the claim's condition.
+"""
+
+import mpmath
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+from hypothesis import given, strategies as st
+
+from numerics import cost
+from numerics import slow_manifold as nm
+from numerics.generated import slow_manifold as gen
+from theory import slow_manifold as th
+
+SLOPE_TOL = 0.15  # THEORY.md §6: fitted slope k+1 ± 0.15
+
+
+# --------------------------------------------------------------------------- 6.1 symbolic
+
+def test_linear_expansion_is_taylor_series_of_exact_manifold():
+    assert th.linear_series_matches_exact(3)
+
+
+@given(a=st.integers(1, 5), b=st.integers(1, 5), c=st.integers(-4, 4), d=st.integers(-4, 4))
+def test_solver_on_random_linear_systems(a, b, c, d):
+    """φ^(2) of ε ẋ = −ax + by, ẏ = cx + dy equals the Taylor polynomial of its exact invariant line."""
+    syms = th.LINEAR_PARAMS
+    system = th.linear_system()
+    system.params = dict(zip(syms, (a, b, c, d)))
+    phi = th.expand_slow_manifold(system.at_params(), 2).truncated(2)[0]
+    exact = th.linear_exact_manifold().subs(dict(zip(syms, (a, b, c, d)))) * system.y[0]
+    assert sp.simplify(phi - sp.series(exact, th.EPS, 0, 3).removeO()) == 0
+
+
+def test_wrong_first_order_term_fails_invariance():
+    """Control: flipping the sign of φ₁ leaves an O(ε) invariance residual."""
+    expn = th.expand_slow_manifold(th.michaelis_menten(), 1)
+    expn.terms[1] = -expn.terms[1]
+    assert not th.residual_order_ok(expn)
+    assert th.residual_order_ok(th.expand_slow_manifold(th.michaelis_menten(), 3))
+
+
+def test_michaelis_menten_published_terms():
+    assert th.michaelis_menten_matches_published()
+    s = sp.Symbol("s", positive=True)
+    K, lam = sp.symbols("K lambda", positive=True)
+    phi1 = th.expand_slow_manifold(th.michaelis_menten(), 1).terms[1][0]
+    assert sp.simplify(phi1 - K * lam * s / (s + K) ** 3) != 0  # a misprinted power is detected
+
+
+def test_newton_route_matches_explicit_symbolically_and_numerically():
+    assert th.implicit_matches_explicit(th.michaelis_menten(), 2)
+    s = torch.linspace(0.05, 2.0, 17, dtype=torch.float64)
+    c = torch.zeros_like(s)
+    for _ in range(30):  # Newton converges quadratically; 30 steps is ample from c = 0
+        c = gen.michaelis_menten_newton_step(c, s)[..., 0, 0]
+    eps = torch.tensor(0.1, dtype=torch.float64)
+    phi0 = gen.michaelis_menten_phi0(s, eps)[..., 0, 0]
+    phi1 = (gen.michaelis_menten_phi1(s, eps) - gen.michaelis_menten_phi0(s, eps))[..., 0, 0] / eps
+    assert torch.allclose(c, phi0, rtol=0, atol=1e-14)  # float64 rounding of s/(s+K), O(1) values
+    assert torch.allclose(gen.michaelis_menten_phi1_implicit(c, s)[..., 0, 0], phi1, rtol=0, atol=1e-13)
+
+
+def test_tikhonov_reports_the_violated_condition():
+    assert th.expand_slow_manifold(th.block_model(), 1).tikhonov.holds
+    for system in (th.repelling_control(), th.block_model(sp.Matrix([[1, 0], [0, -1]]))):
+        report = th.expand_slow_manifold(system, 1).tikhonov
+        assert not report.holds
+        assert report.violated.name.startswith("attracting")
+        assert "violated" in report.summary()
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="order"):
+        th.expand_slow_manifold(th.linear_system(), -1)
+    with pytest.raises(ValueError, match="branch"):
+        th.expand_slow_manifold(th.FastSlowSystem("cubic", th.repelling_control().x, th.repelling_control().y,
+                                                  th.repelling_control().f, th.repelling_control().g), 1)
+    with pytest.raises(ValueError, match="system"):
+        nm.simulate("nope", 0.1)
+    with pytest.raises(ValueError, match="eps"):
+        nm.simulate("linear", 1.5)
+    with pytest.raises(ValueError, match="P="):
+        nm.token_recurrence("block", 1)
+    with pytest.raises(ValueError, match="linear system"):
+        nm.token_recurrence("michaelis_menten", 8)
+
+
+# --------------------------------------------------------------------------- 6.1 numeric
+
+def test_slopes_radau():
+    """Michaelis–Menten under Radau: slopes k+1 (k = 0, 1, 2) and 1 for the reduced flow."""
+    conv = nm.convergence("michaelis_menten", Ps=(16, 64, 256), fit_Ps=(16, 64, 256))
+    for key, slope in conv["slopes"].items():
+        expected = 1 if key == "reduced" else int(key[-1]) + 1
+        assert abs(slope - expected) <= SLOPE_TOL, (key, slope)
+
+
+@pytest.mark.parametrize("system", nm.LINEAR_SYSTEMS)
+def test_slopes_token_recurrence(system):
+    conv = nm.convergence(system, Ps=nm.FIT_PS, recurrence=True)
+    for key, slope in conv["slopes"].items():
+        expected = 1 if key == "reduced" else int(key[-1]) + 1
+        assert abs(slope - expected) <= SLOPE_TOL, (key, slope)
+
+
+def test_radau_matches_token_recurrence():
+    # Radau's global error ≈ rtol × (number of steps ≈ 100) ≈ 1e-8 at worst on O(1) states.
+    assert nm.radau_vs_recurrence("block", 16) <= 1e-8
+
+
+def test_repelling_control():
+    """Control: f_x = +1 on φ₀ = y; the distance stays ≈ 1 (slope ≈ 0, predicted 0), not slope 1."""
+    conv = nm.convergence("control", Ps=(16, 256), fit_Ps=(16, 256), orders=(0,))
+    assert abs(conv["slopes"]["dist_k0"]) < SLOPE_TOL
+    assert all(0.9 < r["dist_k0"] < 1.2 for r in conv["rows"])  # attracted to x = y + 1 instead
+
+
+# --------------------------------------------------------------------------- 6.2
+
+def test_two_state_and_tree_formula():
+    Q2, _ = th.two_state_generator()
+    p = th.stationary_distribution(Q2).p
+    assert sp.simplify(Q2.T * p) == sp.zeros(2, 1) and sp.simplify(sum(p) - 1) == 0
+    Q3, q = th.three_state_symbolic_generator()
+    assert sp.simplify(th.stationary_distribution(Q3).p - th.markov_tree_formula(q)) == sp.zeros(3, 1)
+
+
+@given(y1=st.floats(-3, 3), y2=st.floats(-3, 3))
+def test_stationary_mpmath(y1, y2):
+    """Generated p_st(y) vs the symbolic one at 50 digits; the 50-digit residual of Q(y)ᵀp."""
+    Q = th.three_state_generator()
+    p = th.stationary_distribution(Q).p
+    with mpmath.workdps(50):
+        sub = {th.CHAIN_Y[0]: sp.Float(y1, 50), th.CHAIN_Y[1]: sp.Float(y2, 50)}
+        exact = p.subs(sub).evalf(50)
+        assert float((Q.T.subs(sub).evalf(50) * exact).norm()) <= 1e-45  # 50 digits, O(10) rates
+    got = nm.stationary(np.array([[y1, y2]]))[0]
+    # float64: a few roundings of O(1) quotients of sums of exponentials (e^6 at most) -> 1e-14
+    assert np.max(np.abs(got - np.array([float(v) for v in exact]))) <= 1e-14
+
+
+def test_chain_converges_to_stationary_distribution():
+    rows = [nm.stationary_distance(nm.simulate("chain3", 1.0 / P)) for P in (16, 128)]
+    assert abs(nm.fit_slope([1 / 16, 1 / 128], rows) - 1) <= SLOPE_TOL
+
+
+def test_reducible_control():
+    res = th.stationary_distribution(th.reducible_generator())
+    assert not res.unique and res.nullity == 2 and "irreducibility" in res.detail
+    a = nm.simulate("chain3_reducible", 1 / 16).x[-1]
+    b = nm.simulate("chain3_reducible", 1 / 16, x0=(0, 0, 1)).x[-1]
+    assert np.linalg.norm(a - b) > 0.5  # the limit depends on x(0): no unique manifold
+
+
+def test_generator_input_is_checked():
+    with pytest.raises(ValueError, match="rows must sum to 0"):
+        th.stationary_distribution(sp.Matrix([[1, 0], [0, 1]]))
+
+
+# --------------------------------------------------------------------------- 6.3
+
+@given(n=st.integers(1, 6), P=st.integers(1, 8), dk=st.integers(1, 6), heads=st.integers(1, 3))
+def test_flops_exact(n, P, dk, heads):
+    """FlopCounterMode on the real modules equals the generated model exactly (integers)."""
+    row = cost.flop_comparison(n * P, P, dk * heads, heads)
+    assert row["error"] == 0
+
+
+def test_whole_attention_ratio_is_not_p_squared_when_projections_dominate():
+    """Control: T = 64, d = 256: the whole-module ratio grows like P (slope ≈ 1), only scores go like P²."""
+    Ps = (2, 4, 8, 16)
+    ratios = [cost.flop_comparison(64, p, 256, 4)["ratio"] for p in Ps]
+    slope = np.polyfit(np.log(Ps), np.log(ratios), 1)[0]
+    assert slope < 1.5
+    model = cost.model_flops(64, 4, 256)
+    assert model["fast_scores_mixing"] / model["slow_scores_mixing"] == 16.0
+    assert model["fast_projections"] / model["slow_projections"] == 4.0
