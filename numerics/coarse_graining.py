@@ -72,19 +72,14 @@ def kernel_modes(A: torch.Tensor) -> tuple[list[Mode], float]:
 def mode_blocks(stack, xbar: torch.Tensor, modes: list[Mode]) -> torch.Tensor:
     """G_ℓ(λ) for every layer and mode, shape (L, len(modes), d, d), by torch.func.
 
-    G_ℓ(λ) = ∂/∂x [uᵀ layer_ℓ(1x̄_ℓᵀ + s xᵀ)] at x = 0 (exact by Claim 2.1; needs gate 0)."""
-    traj = stack.reference_trajectory(xbar).detach()
-    ones = torch.ones(stack.config.T, 1, dtype=xbar.dtype, device=xbar.device)
-    out = []
-    for ell, layer in enumerate(stack.layers):
-        ref = ones * traj[ell]
-        row = []
-        for mode in modes:
-            def along_mode(x, layer=layer, mode=mode, ref=ref):
-                return mode.u @ layer(ref + mode.s[:, None] * x[None, :])
-            row.append(jacrev(along_mode)(torch.zeros_like(traj[ell])))
-        out.append(torch.stack(row))
-    return torch.stack(out).detach()
+    G_ℓ(λ) = (uᵀ ⊗ I) J_ℓ (s ⊗ I) with J_ℓ the layer Jacobian at 1x̄_ℓᵀ (exact by Claim 2.1;
+    needs gate 0)."""
+    T, d = stack.config.T, stack.config.d
+    X0 = torch.ones(T, 1, dtype=xbar.dtype, device=xbar.device) * xbar
+    J = layer_jacobians(stack, X0).reshape(-1, T, d, T, d)
+    U = torch.stack([m.u for m in modes])
+    S = torch.stack([m.s for m in modes])
+    return torch.einsum("kt,ltisj,ks->lkij", U, J, S)
 
 
 def mode_products(blocks: torch.Tensor) -> torch.Tensor:
@@ -121,6 +116,7 @@ class SaturationDepth:
     rho: float
     theory_rho: float
     kappa: float
+    path_ratios: torch.Tensor     # (L,): ρ̃_ℓ; r_m ≤ Π_{ℓ≤m} ρ̃_ℓ
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -183,7 +179,8 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
         y_next = blocks[ell, 0] @ y
         path.append(gen.persistent_path_ratio(decaying_norm[ell], y.norm(), y_next.norm()))
         y = y_next / y_next.norm()
-    rho = float(torch.stack(path).max())
+    path = torch.stack(path)
+    rho = float(path.max())
     bound = None
     if rho < 1:
         t = torch.tensor
@@ -196,7 +193,7 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
     reasons.append(f"THEORY ρ = {theory_rho:.4f} ≥ 1 (LN₁ kills 1, so G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous")
     return SaturationDepth(tau=tau, layers=L, lambdas=[m.lam for m in modes[1:]], ratios=ratios,
                            measured=measured, bound=bound, rho=rho, theory_rho=theory_rho,
-                           kappa=kappa, reasons=reasons)
+                           kappa=kappa, path_ratios=path, reasons=reasons)
 
 
 # ---- block coarse-graining ---------------------------------------------------------------
