@@ -111,6 +111,21 @@ def cmd_reproduce(args) -> int:
     return reproduce(out=Path(args.out), quick=args.quick, device=_device(args.device))
 
 
+def cmd_matrix(args) -> int:
+    from proofs_check.matrix import format_table, run_matrix
+
+    ledger = None
+    if args.ledger:
+        with open(args.ledger) as fh:
+            ledger = json.load(fh)
+    matrix = run_matrix(quick=not args.full, only_arch=args.only_arch or None, claims=args.claim or None,
+                        ledger=ledger, device=_device(args.device), progress=not args.no_progress)
+    print(format_table(matrix))
+    if args.json:
+        write_json(args.json, matrix)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastslow",
@@ -165,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")
+    p.add_argument("--json", metavar="PATH", help="write the matrix as JSON")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="CI sizes (default)")
+    mode.add_argument("--full", action="store_true", help="full sizes")
+    p.add_argument("--only-arch", action="append", metavar="NAME", help="only this variant (repeatable)")
+    p.add_argument("--claim", action="append", metavar="ID", help="only this claim (repeatable)")
+    p.add_argument("--ledger", metavar="PATH", help="reuse a ledger JSON (fastslow check --json) for preln")
+    p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.add_argument("--no-progress", action="store_true", help="no per-cell progress lines")
+    p.set_defaults(run=cmd_matrix)
 
     p = sub.add_parser("reproduce", help="derive --check, check every claim, all figures, the report")
     p.add_argument("--out", default="out", help="output folder (default out/)")
