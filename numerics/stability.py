@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from torch.func import functional_call, jacfwd
+from torch.func import functional_call
 
 from numerics import kernels as Kn
 from numerics.generated import stability as gen
@@ -140,8 +140,9 @@ def gated_product(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Tensor
 
 
 def spectral_norm(M: torch.Tensor) -> torch.Tensor:
-    """Largest singular value over the last two dims."""
-    return torch.linalg.matrix_norm(M, ord=2)
+    """Largest singular value over the last two dims: √λ_max(MᵀM) (symmetric eigensolver, a few
+    times faster than an SVD; relative accuracy O(n·eps), inside gate_certificate's rel_err)."""
+    return torch.linalg.eigvalsh(M.transpose(-1, -2) @ M)[..., -1].clamp_min(0).sqrt()
 
 
 # -- interval certification ----------------------------------------------------------------------
@@ -392,48 +393,55 @@ def _check_stack(stack):
         raise ValueError(f"T={cfg.T}, P={cfg.P} gives one block: the shifted slow path is identically zero")
 
 
+def _batched_jacobian(f, x0: torch.Tensor) -> torch.Tensor:
+    """Jacobian of f at x0 as (out.numel(), x0.numel()) by one reverse pass: f runs on a batch of
+    M = out.numel() copies of x0 and the cotangent is the identity, so the batch's input gradients
+    are the Jacobian's rows.  (f must act independently on each leading batch entry; plain
+    autograd avoids torch.func's one-time import cost, seconds on a loaded machine.)"""
+    with torch.enable_grad():
+        M = f(x0.detach()[None]).numel()
+        xb = x0.detach().expand(M, *x0.shape).clone().requires_grad_(True)
+        out = f(xb).reshape(M, M)
+        eye = torch.eye(M, dtype=out.dtype, device=out.device)
+        (grad,) = torch.autograd.grad(out, xb, eye)
+    return grad.reshape(M, -1)
+
+
 def _slow_branch_maps(stack, xs: torch.Tensor) -> torch.Tensor:
-    """Π D slow_ℓ Π⁺ at the reference, by torch.func: (L, n·d, n·d), rows/cols row-major (block, feature)."""
+    """Π D slow_ℓ Π⁺ at the reference, by autograd of the layer's own LN₁ and slow attention:
+    (L, n·d, n·d), rows/cols row-major (block, feature).
+
+    The slow path is lift ∘ shift ∘ attention ∘ pool.  On block-constant inputs Π⁺e the token-wise
+    LN₁ commutes with the lift, pool ∘ Π⁺ = I and Π ∘ lift = I, so its compression to block
+    means is e ↦ S_n · SlowAttn(LN₁(x̄ + e)) on n tokens (S_n the one-block shift)."""
     cfg = stack.config
-    T, P, d = cfg.T, cfg.P, cfg.d
-    n = T // P
+    n, d = cfg.T // cfg.P, cfg.d
     p0 = next(stack.parameters())
-    Pi = Kn.pool_matrix(T, P, dtype=p0.dtype, device=p0.device)
-    Lift = Kn.lift_matrix(T, P, dtype=p0.dtype, device=p0.device)
+    shift = Kn.block_shift_matrix(n, dtype=p0.dtype, device=p0.device)
+    zero = torch.zeros(n, d, dtype=p0.dtype, device=p0.device)
     out = []
     for layer, x in zip(stack.layers, xs):
-        params = {k: v.detach() for k, v in layer.named_parameters()}
-
-        def branch(e):
-            X = x.expand(T, d) + Lift @ e
-            z = functional_call(layer.ln1, {"gamma": params["ln1.gamma"], "beta": params["ln1.beta"]}, (X,))
-            slow = functional_call(layer.slow, {k[5:]: v for k, v in params.items() if k.startswith("slow.")}, (z,))
-            return Pi @ slow
-
-        J = jacfwd(branch)(torch.zeros(n, d, dtype=p0.dtype, device=p0.device))
-        out.append(J.reshape(n * d, n * d))
-    return torch.stack(out)
+        out.append(_batched_jacobian(lambda e: shift @ layer.slow.attn(layer.ln1(x + e)), zero))
+    return torch.stack(out).detach()
 
 
 def _fast_maps_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
-    """Π J_ℓ Π⁺ with J_ℓ the gate-0 layer Jacobian, by torch.func on the whole layer (exact for any
-    kernel; costs n·d forward-mode passes of a T-token layer: for small stacks and cross-checks)."""
+    """Π J_ℓ Π⁺ with J_ℓ the gate-0 layer Jacobian, by autograd of the whole layer (exact for any
+    kernel; a batch of n·d copies of a T-token layer: for small stacks and cross-checks)."""
     cfg = stack.config
     T, P, d = cfg.T, cfg.P, cfg.d
     n = T // P
     p0 = next(stack.parameters())
     Pi = Kn.pool_matrix(T, P, dtype=p0.dtype, device=p0.device)
     Lift = Kn.lift_matrix(T, P, dtype=p0.dtype, device=p0.device)
+    zero = torch.zeros(n, d, dtype=p0.dtype, device=p0.device)
     out = []
     for layer, x in zip(stack.layers, xs):
         params = {k: v.detach() for k, v in layer.named_parameters()}
         params["gate"] = torch.zeros_like(params["gate"])
-
-        def fast(e):
-            return Pi @ functional_call(layer, params, (x.expand(T, d) + Lift @ e,))
-
-        out.append(jacfwd(fast)(torch.zeros(n, d, dtype=p0.dtype, device=p0.device)).reshape(n * d, n * d))
-    return torch.stack(out)
+        out.append(_batched_jacobian(
+            lambda e: Pi @ functional_call(layer, params, (x.expand(T, d) + Lift @ e,)), zero))
+    return torch.stack(out).detach()
 
 
 def _factorisation_coefficients(stack, xs: torch.Tensor):
@@ -462,11 +470,18 @@ def _factorisation_coefficients(stack, xs: torch.Tensor):
     return fgen.G_layer_coefficients_0(*args), fgen.G_layer_coefficients_1(*args), fgen.C_layer(*args)
 
 
-def _resolve_method(stack) -> str:
-    """"factorisation" when every head shares one frozen kernel, else "autograd"."""
+#: The autograd route differentiates n·d copies of a T-token layer; above this many scalar
+#: (tokens × slow modes × width) it takes minutes on a CPU.
+AUTOGRAD_LIMIT = 2**17
+
+
+def resolve_method(stack) -> str:
+    """"factorisation" when every head shares one frozen kernel and the factorisation family's
+    generated code exists, else "autograd"."""
     try:
         stack.frozen_kernel()
-    except ValueError:
+        from numerics.generated import factorisation  # noqa: F401
+    except (ValueError, ImportError):
         return "autograd"
     return "factorisation"
 
@@ -496,7 +511,7 @@ def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "au
     n, d = cfg.T // cfg.P, cfg.d
     xs = _reference_tokens(stack, xbar)
     if method == "auto":
-        method = _resolve_method(stack)
+        method = resolve_method(stack)
     Ds = _slow_branch_maps(stack, xs)
     p0 = next(stack.parameters())
     if method == "factorisation":
@@ -525,7 +540,7 @@ def _mlp_stage_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
                 layer.token_map(x)
         finally:
             handle.remove()
-        J = jacfwd(lambda u: layer.mlp(layer.ln2(u)))(seen[0])
+        J = _batched_jacobian(lambda u: layer.mlp(layer.ln2(u)), seen[0])
         out.append(layer.h * J)
     return torch.stack(out).detach()
 
@@ -568,9 +583,10 @@ def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "
     and pre-LN's 1/σ(x̄_ℓ) then grows B_ℓ and C_ℓ, so the margin stays negative.
     """
     cfg = stack.config
-    resolved = _resolve_method(stack) if method == "auto" else method
+    resolved = resolve_method(stack) if method == "auto" else method
     G, K = slow_mode_maps(stack, xbar, method=resolved)
-    a, k = spectral_norm(G).to(torch.float64).cpu(), spectral_norm(K).to(torch.float64).cpu()
+    norms = spectral_norm(torch.stack([G, K])).to(torch.float64).cpu()
+    a, k = norms[0], norms[1]
     N = G.shape[-1]
     enclosure = certify_gate_bound(a, k, cfg.h, rel_err=16 * N * EPS64)
     notes = []

@@ -89,7 +89,8 @@ def cmd_simulate(args) -> int:
 
     summary = simulate(T=args.T, P=args.P or None, d=args.d, layers=args.layers, heads=args.heads,
                        kernel=args.kernel, gate=args.gate, seed=args.seed, device=_device(args.device),
-                       slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay)
+                       slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay,
+                       strict=args.strict, ln_gain=args.ln_gain, weight_scale=args.weight_scale)
     print(format_summary(summary))
     if args.json:
         write_json(args.json, summary)
@@ -170,6 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gate", type=_finite_float, default=0.0, help="gate amplitude g of every layer (default 0)")
     p.add_argument("--value-scale", type=_finite_float, default=0.0, help="c in W_VO ≈ c·I + noise (default 0)")
     p.add_argument("--decay", type=_finite_float, default=0.0, help="residual damping α ≥ 0 (default 0)")
+    p.add_argument("--ln-gain", type=_finite_float, default=1.0, help="LN gains γ ≈ this (default 1)")
+    p.add_argument("--weight-scale", type=_finite_float, default=1.0, help="scale of the random weights (default 1)")
+    p.add_argument("--strict", action="store_true",
+                   help="error (exit 2) when --gate exceeds the certified gate bound g* (default: a warning)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=DEVICES, default="auto")
     p.add_argument("--json", metavar="PATH", help="write the summary as JSON")

@@ -11,16 +11,21 @@ from numerics import random_stack
 
 def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str, gate: float,
              seed: int, device: str = "auto", slow_kernel: str = "causal", value_scale: float = 0.0,
-             decay: float = 0.0, batch: int = 1) -> dict:
+             decay: float = 0.0, batch: int = 1, strict: bool = False,
+             ln_gain: float = 1.0, weight_scale: float = 1.0) -> dict:
     """Run one random input through a random stack; return a JSON-ready summary.
 
     The summary holds input/output norms, the reference trajectory's homogeneity
     error (max |stack(1x̄ᵀ) − 1x̄_Lᵀ|, which must be at float64 rounding level when
-    the gate is 0), and wall times.
+    the gate is 0), and wall times.  With the slow path on (P set) it also holds the
+    interval-certified stability margin μ and gate bound g* of the drawn stack
+    (``numerics.stability.gate_certificate``) and a warning when |gate| exceeds the certified
+    bound or no gate is certified; ``strict=True`` turns that warning into a ValueError.
     """
     start = time.perf_counter()
     stack = random_stack(T, d, layers, heads, kernel, P=P, gate=gate, seed=seed, device=device,
-                         slow_kernel=slow_kernel, value_scale=value_scale, decay=decay)
+                         slow_kernel=slow_kernel, value_scale=value_scale, decay=decay,
+                         ln_gain=ln_gain, weight_scale=weight_scale)
     built = time.perf_counter()
     dev = next(stack.parameters()).device
     gen = torch.Generator().manual_seed(seed + 1)
@@ -45,8 +50,43 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
         else:
             summary["homogeneity_error"] = None
             summary["reference_note"] = "gate != 0: the reference trajectory is not token-homogeneous"
+    if P:
+        _gate_check(stack, gate, strict, summary)
     summary["seconds"] = {"build": built - start, "forward": ran - built, "total": time.perf_counter() - start}
     return summary
+
+
+def _gate_check(stack, gate: float, strict: bool, summary: dict) -> None:
+    """Certify g* for the drawn stack (Claim 5.1) and warn (or, strict, fail) past it."""
+    from numerics.stability import AUTOGRAD_LIMIT, gate_certificate, resolve_method
+
+    start = time.perf_counter()
+    cfg = stack.config
+    method = resolve_method(stack)
+    if method == "autograd" and cfg.T * (cfg.T // cfg.P) * cfg.d * cfg.d > AUTOGRAD_LIMIT:
+        note = ("gate bound not computed: this stack needs the autograd route (no shared frozen kernel, or "
+                "numerics.generated.factorisation missing), too slow at this size")
+        summary["gate_certificate_text"] = note
+        summary.setdefault("warnings", []).append(note)
+        return
+    cert = gate_certificate(stack, method=method)
+    e = cert.enclosure
+    summary["gate_certificate"] = cert.as_dict()
+    summary["gate_certificate_text"] = str(cert)
+    problem = None
+    if not e.admits(gate):
+        if e.certified:
+            problem = (f"--gate {gate} exceeds the certified gate bound g* ∈ [{e.g_lo:.6g}, {e.g_hi:.6g}] "
+                       f"(stability margin μ ∈ [{e.mu_lo:.6g}, {e.mu_hi:.6g}]): the gated linearised "
+                       f"product may expand")
+        elif gate != 0.0:
+            problem = (f"--gate {gate}: no certified gate for this stack (stability margin μ ∈ "
+                       f"[{e.mu_lo:.6g}, {e.mu_hi:.6g}] is not > 0; try --decay)")
+    if problem:
+        if strict:
+            raise ValueError(problem + " (--strict)")
+        summary.setdefault("warnings", []).append(problem)
+    summary["gate_seconds"] = time.perf_counter() - start
 
 
 def format_summary(summary: dict) -> str:
@@ -63,6 +103,8 @@ def format_summary(summary: dict) -> str:
                      f" max|stack(1x̄ᵀ) - 1x̄_Lᵀ| = {summary['homogeneity_error']:.3e}")
     else:
         lines.append(f"reference {summary['reference_note']}")
+    if "gate_certificate_text" in summary:
+        lines.append("gate    " + summary["gate_certificate_text"].replace("\n", "\n        "))
     for line in summary.get("warnings", []):
         lines.append(f"warning {line}")
     s = summary["seconds"]
