@@ -1,0 +1,288 @@
+"""Benchmark: the whole stack's Jacobian at the token-homogeneous reference, factorised vs dense.
+
+The compared object is the same on both sides: the (Td)×(Td) matrix
+J = ∂ vec(X_L) / ∂ vec(X_0) (row-major vec) at X_0 = 1x̄ᵀ, float64.
+
+* **dense**: ``torch.func.jacrev`` of the stack (the best of a few chunk sizes), i.e. Td
+  vector-Jacobian products through all L layers.
+* **factorised** (Claim 2.3, no eigenvectors): the reference trajectory x̄_ℓ computed
+  token-wise, each layer's affine mode map G_ℓ(λ) = P_ℓ + λ Q_ℓ from the generated
+  coefficient functions (``numerics.generated.factorisation``), the polynomial
+  G(λ) = G_{L−1}(λ)⋯G_0(λ) = Σ_m λ^m K_m by the recursion K ← P K + Q (K shifted), and the
+  assembly J = Σ_m A^m ⊗ K_m with the frozen kernel A — one (T², L+1) × (L+1, d²) product.
+  Its cost is O(L² d³ + L T³ + L T² d²) against the dense O(T d · L · T d²)-and-more.
+
+Both are checked against each other (relative Frobenius error ≤ 1e-10) before any time is
+reported.  Valid for gate 0 (or no slow path) and a kernel common to every head (causal).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import statistics
+
+import torch
+
+from benchmarks.timing import median_time, time_once
+from numerics import random_stack
+from numerics.stack import LN_EPS
+
+HEADLINE = {"T": 32, "d": 64, "layers": 12, "heads": 4, "kernel": "causal", "dtype": "float64"}
+RELATIVE_TOLERANCE = 1e-10  # float64 rounding × the depth/width of the products (observed ~1e-15)
+ASSEMBLED_LIMIT_BYTES = 2 * 2**30  # an assembled (Td)×(Td) float64 J larger than this is not built
+
+
+def benchmark_stack(T: int, d: int, layers: int, heads: int, device: str, seed: int = 0):
+    """A random causal stack (no slow path) with frozen parameters, and a reference token x̄."""
+    stack = random_stack(T=T, d=d, layers=layers, heads=heads, kernel="causal", seed=seed,
+                         dtype=torch.float64, device=device)
+    for p in stack.parameters():
+        p.requires_grad_(False)
+    gen = torch.Generator().manual_seed(seed + 1)
+    xbar = torch.randn(d, generator=gen, dtype=torch.float64).to(device)
+    return stack, xbar
+
+
+# ---- dense ---------------------------------------------------------------------------------
+def dense_jacobian(stack, xbar: torch.Tensor, chunk_size: int | None) -> torch.Tensor:
+    """∂ vec(stack(X)) / ∂ vec(X) at X = 1x̄ᵀ by ``torch.func.jacrev``, shape (Td, Td)."""
+    T, d = stack.config.T, stack.config.d
+    X = xbar.expand(T, d).contiguous()
+    return torch.func.jacrev(stack, chunk_size=chunk_size)(X).reshape(T * d, T * d)
+
+
+# ---- factorised ----------------------------------------------------------------------------
+def _generated():
+    from numerics.generated import factorisation as gen
+
+    return gen
+
+
+def layer_inputs(stack, xbar: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The named inputs of the generated layer functions, batched over layers (leading dim L)."""
+    gen = _generated()
+    layers = stack.layers
+    xs = stack.reference_trajectory(xbar)[:-1]                        # (L, d): x̄_0 .. x̄_{L-1}
+    col = lambda v: v.unsqueeze(-1)  # noqa: E731  (d,) -> (d, 1)
+    L = len(layers)
+    like = xs.new_ones(L)
+    inputs = {
+        "x": col(xs),
+        "gamma1": col(torch.stack([l.ln1.gamma for l in layers])),
+        "beta1": col(torch.stack([l.ln1.beta for l in layers])),
+        "W_VO": torch.stack([l.attn.value_output() for l in layers]),
+        "gamma2": col(torch.stack([l.ln2.gamma for l in layers])),
+        "beta2": col(torch.stack([l.ln2.beta for l in layers])),
+        "W1": torch.stack([l.mlp.W1 for l in layers]),
+        "b1": col(torch.stack([l.mlp.b1 for l in layers])),
+        "W2": torch.stack([l.mlp.W2 for l in layers]),
+        "h": like * stack.h,
+        "alpha": like * stack.config.decay,
+        "eps": like * LN_EPS,
+    }
+    if "u" in inspect.signature(gen.G_layer_coefficient_0).parameters:
+        inputs["u"] = call_by_name(gen.ubar, inputs)
+    return inputs
+
+
+def call_by_name(fn, inputs: dict):
+    """Call a generated function with its positional arguments taken from ``inputs`` by name."""
+    return fn(*(inputs[name] for name in inspect.signature(fn).parameters))
+
+
+def layer_coefficients(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(P, Q), each (L, d, d): G_ℓ(λ) = P_ℓ + λ Q_ℓ (generated, Claim 2.3)."""
+    gen = _generated()
+    inputs = layer_inputs(stack, xbar)
+    return call_by_name(gen.G_layer_coefficient_0, inputs), call_by_name(gen.G_layer_coefficient_1, inputs)
+
+
+def polynomial_coefficients(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+    """K (L+1, d, d) with Π_ℓ (P_ℓ + λ Q_ℓ) (layer L−1 leftmost) = Σ_m λ^m K_m."""
+    L, d, _ = P.shape
+    K = torch.zeros(L + 1, d, d, dtype=P.dtype, device=P.device)
+    K[0] = torch.eye(d, dtype=P.dtype, device=P.device)
+    for ell in range(L):
+        shifted = torch.zeros_like(K)
+        shifted[1:] = Q[ell] @ K[:-1]
+        K = P[ell] @ K + shifted
+    return K
+
+
+def kernel_powers(A: torch.Tensor, degree: int) -> torch.Tensor:
+    """A^0 .. A^degree, shape (degree+1, T, T)."""
+    powers = [torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)]
+    for _ in range(degree):
+        powers.append(A @ powers[-1])
+    return torch.stack(powers)
+
+
+def assemble(powers: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    """J = Σ_m A^m ⊗ K_m as the (Td)×(Td) matrix (row-major vec), one GEMM and one permute."""
+    M, T, _ = powers.shape
+    d = K.shape[-1]
+    J4 = (powers.reshape(M, T * T).T @ K.reshape(M, d * d)).reshape(T, T, d, d)
+    return J4.permute(0, 2, 1, 3).reshape(T * d, T * d)
+
+
+def factored_form(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(A^m, K_m): the Jacobian in its polynomial form, without assembling it."""
+    P, Q = layer_coefficients(stack, xbar)
+    K = polynomial_coefficients(P, Q)
+    return kernel_powers(stack.frozen_kernel(), K.shape[0] - 1), K
+
+
+def factorised_jacobian(stack, xbar: torch.Tensor) -> torch.Tensor:
+    """The stack's Jacobian at 1x̄ᵀ through the factorisation, shape (Td, Td)."""
+    powers, K = factored_form(stack, xbar)
+    return assemble(powers, K)
+
+
+def relative_error(J: torch.Tensor, J_ref: torch.Tensor) -> float:
+    """‖J − J_ref‖_F / ‖J_ref‖_F."""
+    return float(torch.linalg.norm(J - J_ref) / torch.linalg.norm(J_ref))
+
+
+# ---- the benchmark -------------------------------------------------------------------------
+def _assembled_fits(T: int, d: int) -> bool:
+    return (T * d) ** 2 * 8 <= ASSEMBLED_LIMIT_BYTES
+
+
+def _best_dense(stack, xbar, device, chunks, repeats) -> tuple[dict, int, torch.Tensor]:
+    """Time every chunk size once, then the best one until it has ``repeats`` runs (median)."""
+    by_chunk, best, J = {}, None, None
+    for chunk in chunks:
+        seconds, out = time_once(lambda: dense_jacobian(stack, xbar, chunk), device)
+        by_chunk[chunk] = [seconds]
+        if best is None or seconds < by_chunk[best][0]:
+            best, J = chunk, out
+    for _ in range(repeats - 1):
+        seconds, J = time_once(lambda: dense_jacobian(stack, xbar, best), device)
+        by_chunk[best].append(seconds)
+    runs = by_chunk[best]
+    return ({"median": statistics.median(runs), "runs": runs,
+             "by_chunk": {str(c): min(v) for c, v in by_chunk.items()}}, best, J)
+
+
+def _warm_up(device: str) -> None:
+    """One tiny run of both paths so that first-call costs (vmap, allocator) are not timed."""
+    stack, xbar = benchmark_stack(4, 8, 2, 2, device)
+    dense_jacobian(stack, xbar, 8)
+    factorised_jacobian(stack, xbar)
+
+
+def measure(T: int, d: int, layers: int, heads: int, device: str, *, chunks, repeats: int,
+            dense: bool = True) -> dict:
+    """One point: factorised (and, when ``dense``, jacrev) timings, accuracy and speedup."""
+    stack, xbar = benchmark_stack(T, d, layers, heads, device)
+    row = {"T": T, "d": d, "layers": layers, "heads": heads,
+           "compared": "assembled (Td)x(Td) Jacobian" if _assembled_fits(T, d)
+           else "factored form (A^m, K_m) only: the assembled J exceeds the memory limit"}
+    fact_repeats = max(repeats, 5)
+    row["factored_form_seconds"] = median_time(lambda: factored_form(stack, xbar), device,
+                                               repeats=fact_repeats, warmup=1)["median"]
+    if not _assembled_fits(T, d):
+        row.update(factorised_seconds=None, dense_seconds=None, speedup=None, relative_error=None,
+                   missing="assembled J > %.0f GiB" % (ASSEMBLED_LIMIT_BYTES / 2**30))
+        return row
+    fact = median_time(lambda: factorised_jacobian(stack, xbar), device, repeats=fact_repeats, warmup=1)
+    row["factorised_seconds"] = fact["median"]
+    if not dense:
+        row.update(dense_seconds=None, speedup=None, relative_error=None,
+                   missing="dense jacrev not run at this size (time budget)")
+        return row
+    dense_t, best, J_dense = _best_dense(stack, xbar, device, chunks, repeats)
+    J_fact = factorised_jacobian(stack, xbar)
+    err = relative_error(J_fact, J_dense)
+    if not err <= RELATIVE_TOLERANCE:
+        raise AssertionError(f"factorised and dense Jacobians differ at T={T}: relative error "
+                             f"{err:.2e} > {RELATIVE_TOLERANCE:.0e}; no timing is reported")
+    row.update(dense_seconds=dense_t["median"], dense_runs=dense_t["runs"], best_chunk_size=best,
+               dense_seconds_by_chunk=dense_t["by_chunk"], factorised_runs=fact["runs"],
+               speedup=dense_t["median"] / fact["median"], relative_error=err)
+    return row
+
+
+def run(quick: bool, device: str, progress=None) -> dict:
+    """The ``factorised_vs_dense_jacobian`` section: the headline point and the curve over T."""
+    _warm_up(device)
+    cfg = HEADLINE
+    chunks = (64, 128) if quick else (32, 64, 128, 256)
+    repeats = 3 if quick else 5
+    head = measure(cfg["T"], cfg["d"], cfg["layers"], cfg["heads"], device, chunks=chunks,
+                   repeats=repeats)
+    if progress:
+        progress(f"T={cfg['T']} speedup {head['speedup']:.0f}x")
+    curve_T = (8, 16, 32, 64) if quick else (8, 16, 32, 64, 128, 256, 512)
+    dense_limit = 64 if quick or device == "cpu" else 128  # jacrev beyond this is minutes per run
+    curve = []
+    for T in curve_T:
+        if T == cfg["T"]:
+            point = head
+        else:
+            point = measure(T, cfg["d"], cfg["layers"], cfg["heads"], device,
+                            chunks=(head["best_chunk_size"],), repeats=1 if T >= 64 else repeats,
+                            dense=T <= dense_limit)
+        curve.append({k: point.get(k) for k in ("T", "speedup", "dense_seconds", "factorised_seconds",
+                                                "factored_form_seconds", "relative_error", "compared",
+                                                "missing") if k in point})
+        if progress:
+            progress(f"curve T={T}")
+    return {
+        "speedup": head["speedup"],
+        "dense_seconds": head["dense_seconds"],
+        "factorised_seconds": head["factorised_seconds"],
+        "relative_error": head["relative_error"],
+        "tolerance": RELATIVE_TOLERANCE,
+        "compared_quantity": "the assembled (Td)x(Td) float64 Jacobian d vec(X_L)/d vec(X_0) "
+                             "(row-major vec) at X_0 = 1 xbar^T, produced in full by both methods",
+        "dense_method": "torch.func.jacrev of the stack, best chunk size of " + str(list(chunks)),
+        "factorised_method": "generated G_l(lambda) = P_l + lambda Q_l, K_m by recursion, "
+                             "J = sum_m A^m kron K_m (one GEMM)",
+        "config": {**cfg, "best_chunk_size": head["best_chunk_size"], "repeats": repeats,
+                   "dense_seconds_by_chunk": head["dense_seconds_by_chunk"],
+                   "dense_runs": head["dense_runs"], "factorised_runs": head["factorised_runs"],
+                   "factored_form_seconds": head["factored_form_seconds"]},
+        "curve": curve,
+    }
+
+
+# ---- memory cases (run by benchmarks.timing.measure_memory in a fresh process) ----------------
+def memory_case(kind: str, T: int, d: int, layers: int, heads: int, chunk_size: int, device: str):
+    """A zero-argument callable computing one Jacobian (``kind``: dense | factorised)."""
+    if kind not in ("dense", "factorised"):
+        raise ValueError(f"kind={kind!r} must be 'dense' or 'factorised'")
+    stack, xbar = benchmark_stack(T, d, layers, heads, device)
+    if kind == "dense":
+        return lambda: dense_jacobian(stack, xbar, chunk_size)
+    return lambda: factorised_jacobian(stack, xbar)
+
+
+def run_memory(quick: bool, device: str, chunk_size: int = 64) -> dict:
+    """Peak RSS (and CUDA peak) of the dense vs factorised Jacobian, each in a fresh process."""
+    from benchmarks.timing import measure_memory
+
+    cfg = {k: HEADLINE[k] for k in ("T", "d", "layers", "heads")}
+    out = {}
+    for kind in ("dense", "factorised"):
+        out[kind] = measure_memory("benchmarks.jacobian:memory_case",
+                                   {"kind": kind, **cfg, "chunk_size": chunk_size}, device=device)
+    result = {
+        "dense_peak_rss_mb": out["dense"]["peak_rss_mb"],
+        "factorised_peak_rss_mb": out["factorised"]["peak_rss_mb"],
+        "ratio": out["dense"]["peak_rss_mb"] / out["factorised"]["peak_rss_mb"],
+        "dense_increment_mb": out["dense"]["increment_mb"],
+        "factorised_increment_mb": out["factorised"]["increment_mb"],
+        "increment_ratio": (out["dense"]["increment_mb"] / out["factorised"]["increment_mb"]
+                            if out["factorised"]["increment_mb"] > 0 else math.inf),
+        "baseline_rss_mb": {k: v["baseline_rss_mb"] for k, v in out.items()},
+        "output_mb": (cfg["T"] * cfg["d"]) ** 2 * 8 / 2**20,
+        "config": {**cfg, "chunk_size": chunk_size},
+        "definition": "peak RSS of a fresh process that builds the stack and computes one Jacobian; "
+                      "increment = peak minus the peak before the Jacobian (interpreter, torch, stack)",
+    }
+    if device != "cpu":
+        result["dense_cuda_peak_mb"] = out["dense"]["cuda_peak_mb"]
+        result["factorised_cuda_peak_mb"] = out["factorised"]["cuda_peak_mb"]
+    return result

@@ -1,0 +1,129 @@
+"""`fastslow bench`: every benchmark section, a readable table, and the JSON dict.
+
+Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritten``,
+``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists)
+and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
+broken piece does not hide the others' numbers; ``errors`` lists them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+import time
+import traceback
+
+import torch
+from tqdm import tqdm
+
+
+def machine(device: str) -> dict:
+    """What the numbers were measured on."""
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    info = {"device": device, "cpu": cpu, "cpu_count": os.cpu_count(),
+            "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+            "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
+            "python": sys.version.split()[0], "torch": torch.__version__,
+            "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(next(ln for ln in fh if ln.startswith("MemTotal")).split()[1])
+        info["memory_gb"] = round(kb / 2**20, 1)
+    except (OSError, StopIteration):
+        pass
+    return info
+
+
+def _sections(quick: bool, device: str):
+    from benchmarks import codegen_speed, derive_time, jacobian
+
+    yield "factorised_vs_dense_jacobian", lambda: jacobian.run(quick, device)
+    yield "generated_vs_handwritten", lambda: codegen_speed.run(quick, device)
+    yield "memory", lambda: jacobian.run_memory(quick, device)
+    yield "derive", lambda: derive_time.run(quick, device)
+    if importlib.util.find_spec("benchmarks.slow_path_cost") is not None:
+        from benchmarks import slow_path_cost
+
+        yield "slow_path_cost", lambda: slow_path_cost.run(quick, device)
+
+
+def run_benchmarks(quick: bool, device: str) -> dict:
+    """Run every section (``quick``: ≤ 3 min on 2 CPU cores; full: ≤ 10 min) and print a table."""
+    if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
+        raise ValueError(f"device={device!r} must be 'cpu' or 'cuda'")
+    results: dict = {"machine": machine(device), "options": {"quick": quick}}
+    errors = []
+    sections = list(_sections(quick, device))
+    bar = tqdm(sections, desc="bench", unit="section", file=sys.stderr)
+    for name, fn in bar:
+        bar.set_postfix_str(name)
+        start = time.perf_counter()
+        try:
+            results[name] = fn()
+        except Exception as err:  # recorded and printed, never swallowed
+            results[name] = {"error": f"{type(err).__name__}: {err}"}
+            errors.append(name)
+            traceback.print_exc()
+        results[name]["section_seconds"] = time.perf_counter() - start
+    results["machine"]["total_seconds"] = sum(r.get("section_seconds", 0) for r in results.values()
+                                              if isinstance(r, dict))
+    results["errors"] = errors
+    print(format_table(results))
+    return results
+
+
+def _f(value, spec: str) -> str:
+    return "missing" if value is None else format(value, spec)
+
+
+def format_table(results: dict) -> str:
+    """The headline numbers as plain text."""
+    lines = []
+    m = results["machine"]
+    lines.append(f"machine: {m['cpu']} ({m['cores_available']} cores, {m['torch_threads']} torch threads), "
+                 f"device {m['device']}, torch {m['torch']}, load {m['load_average_1min']:.1f}")
+    j = results.get("factorised_vs_dense_jacobian", {})
+    if "speedup" in j:
+        c = j["config"]
+        lines.append(f"\nfactorised vs dense Jacobian (T={c['T']}, d={c['d']}, L={c['layers']}, "
+                     f"{c['heads']} heads, float64): speedup {j['speedup']:.0f}x  "
+                     f"(dense {j['dense_seconds']:.2f} s, factorised {j['factorised_seconds']*1e3:.1f} ms, "
+                     f"rel. error {j['relative_error']:.1e})")
+        lines.append(f"  {'T':>5} {'dense s':>10} {'factorised s':>13} {'speedup':>9}  compared")
+        for p in j["curve"]:
+            lines.append(f"  {p['T']:>5} {_f(p.get('dense_seconds'), '10.3f'):>10} "
+                         f"{_f(p.get('factorised_seconds'), '13.4f'):>13} {_f(p.get('speedup'), '9.0f'):>9}  "
+                         f"{p.get('missing') or 'assembled J'}")
+    g = results.get("generated_vs_handwritten", {})
+    if "ratio" in g:
+        lines.append(f"\ngenerated vs hand-written G_layer (batch {g['config']['batch']}, d={g['config']['d']}): "
+                     f"ratio {g['ratio']:.2f}  (generated {g['generated_seconds']:.3f} s, "
+                     f"hand-written {g['handwritten_seconds']:.3f} s)")
+        lines.append(f"  ln_jacobian d=4: generated/sympytorch {g['sympytorch_ratio']:.3f}, "
+                     f"generated/lambdify {g['lambdify_ratio']:.3f}")
+    mem = results.get("memory", {})
+    if "ratio" in mem:
+        lines.append(f"\nmemory (peak RSS): dense {mem['dense_peak_rss_mb']:.0f} MB, factorised "
+                     f"{mem['factorised_peak_rss_mb']:.0f} MB, ratio {mem['ratio']:.2f}; increments "
+                     f"{mem['dense_increment_mb']:.0f} MB vs {mem['factorised_increment_mb']:.0f} MB")
+    dv = results.get("derive", {})
+    if "cold_seconds" in dv:
+        lines.append(f"\nderive: cold {dv['cold_seconds']:.1f} s, warm {dv['warm_seconds']:.1f} s; "
+                     f"check (quick) total {dv['check_total_seconds']:.1f} s")
+        per = dv["check_seconds_per_claim"]
+        lines.append("  " + "  ".join(f"{k}: {v:.1f}s" for k, v in per.items()))
+    sp = results.get("slow_path_cost")
+    if sp and "error" not in sp:
+        lines.append("\nslow path cost: " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                                      for k, v in sp.items() if not isinstance(v, (dict, list))))
+    for name in results.get("errors", []):
+        lines.append(f"\nERROR in {name}: {results[name]['error']}")
+    return "\n".join(lines)
