@@ -233,7 +233,7 @@ def _block_formula_error(arch, s, X):
                 H, al, be = s.stream_mixing()[i], s.read_weights()[i], s.write_weights()[i]
                 pred = gen.mhc_mode_block(H, be[:, None], al[None, :], Gl)  # (n, n, d, d)
                 pred = pred.permute(0, 2, 1, 3).reshape(n * d, n * d)
-            errs.append(float((blocks[k] - pred).abs().max() / blocks[k].abs().max()))
+            errs.append(float((blocks[k] - pred).detach().abs().max() / blocks[k].abs().max()))
         with torch.no_grad():
             s0 = s.step(i, s0)
             sbar = s0[0]

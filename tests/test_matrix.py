@@ -1,0 +1,76 @@
+"""The claims × architectures matrix on a small slice (issue 11).
+
+Every assertion is about a structural verdict: exact identities (tolerance EXACT = 1e-12,
+float64 through a few O(1) layers) or a counterexample that must reproduce.
+"""
+
+import json
+
+import pytest
+
+from proofs_check.ledger import CheckContext
+from proofs_check.matrix import (EXACT, STATUSES, _factorisation_error, eval_2_1, matrix_section, preln_cell,
+                                 run_matrix)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return run_matrix(only_arch=["looped", "mhc"], claims=["1.2", "2.1", "6.1"])
+
+
+def test_slice_cells_and_json(small):
+    by = {(c["claim"], c["arch"]): c for c in small["cells"]}
+    assert len(by) == 6
+    for arch in ("looped", "mhc"):
+        for cid in ("1.2", "2.1"):
+            assert by[(cid, arch)]["status"] == "holds", by[(cid, arch)]
+        assert by[("6.1", arch)]["status"] == "n/a" and by[("6.1", arch)]["condition"]
+    # the evidence carries the measured numbers and the control that must fail
+    ev = by[("2.1", "mhc")]["evidence"]
+    assert ev["commutator_rel"] <= EXACT and ev["control_inhomogeneous_commutator_rel"] > 1e-3
+    assert ev["generated_block_formula_rel_error"] <= 1e-10  # mhc composite kernel formula (generated)
+    json.dumps(small)  # JSON-ready
+    assert all(c["status"] in STATUSES for c in small["cells"])
+
+
+def test_compressed_counterexample_reproduces():
+    status, condition, ev, cex = eval_2_1("compressed", CheckContext())
+    assert status == "fails" and "compress_gate = 0" in condition
+    err, _ = _factorisation_error("compressed", cex["seed"], arch_options={"compress_gate": cex["compress_gate"]})
+    assert err > 1e-8  # the shrunk counterexample breaks block diagonality
+    closed, _ = _factorisation_error("compressed", cex["seed"], arch_options={"compress_gate": 0.0})
+    assert closed <= EXACT  # and the named condition restores it
+
+
+def test_preln_cells_follow_the_ledger():
+    base = {"numeric": {"cases": 3, "max_error": 1e-15, "tolerance": 1e-12}, "control": {"status": "fails-as-predicted"}}
+    assert preln_cell({"id": "2.1", "status": "verified", **base})["status"] == "holds"
+    cond = preln_cell({"id": "3.2", "status": "verified", "finding": "causal kernel fails (b)", **base})
+    assert cond["status"] == "conditional" and "causal" in cond["condition"]
+    assert preln_cell({"id": "1.1", "status": "skipped", "numeric": None, "control": None})["status"] == "n/a"
+    failed = preln_cell({"id": "1.1", "status": "failed", "detail": "slope 0.5", **base})
+    assert failed["status"] == "fails" and failed["counterexample"]
+
+
+def test_matrix_section_markdown(small):
+    lines = matrix_section(small)
+    table = [ln for ln in lines if ln.startswith("| 2.1 ")]
+    assert table and "**holds**" in table[0]
+    assert any(ln.startswith("[^6_1-looped]:") and "reason:" in ln for ln in lines)
+
+
+def test_bad_arch_and_claim():
+    with pytest.raises(ValueError, match="arch='gpt' is not one of"):
+        run_matrix(only_arch=["gpt"], claims=["1.2"])
+    with pytest.raises(ValueError, match="not claims of THEORY.md"):
+        run_matrix(only_arch=["looped"], claims=["9.9"])
+
+
+def test_cli_matrix_json(tmp_path, capsys):
+    from proofs_check.cli import main
+
+    out = tmp_path / "m.json"
+    assert main(["matrix", "--only-arch", "looped", "--claim", "1.2", "--json", str(out), "--no-progress"]) == 0
+    cells = json.loads(out.read_text())["cells"]
+    assert cells == [c for c in cells if c["claim"] == "1.2" and c["arch"] == "looped"] and len(cells) == 1
+    assert "holds" in capsys.readouterr().out
