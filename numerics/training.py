@@ -307,6 +307,24 @@ def _cache_key(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _source_hash() -> str:
+    """Hash of the code a cached run depends on, so that an edit invalidates the cache."""
+    import numerics.data, numerics.emissions, numerics.stack
+    from numerics.generated import emissions as gen
+
+    h = hashlib.sha256()
+    for mod in (numerics.data, numerics.emissions, numerics.stack, gen):
+        h.update(Path(mod.__file__).read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_dir_for(ctx) -> Path:
+    """The cache folder of a check or figure context: ``ctx.cache_dir`` (set by ``fastslow
+    reproduce``) or else ``default_cache_dir()``."""
+    return Path(getattr(ctx, "cache_dir", None) or default_cache_dir())
+
+
 def default_cache_dir() -> Path:
     """Where the experiment caches its curves: $FASTSLOW_CACHE, else out/cache."""
     return Path(os.environ.get("FASTSLOW_CACHE", Path("out") / "cache"))
@@ -330,7 +348,7 @@ def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike 
     base = spec["base"]
     settings = {"iid": replace(base, rho=0.0), "ar1": replace(base, rho=spec["rho_ar"])}
     key_payload = {"settings": {k: c.as_dict() for k, c in settings.items()}, "seeds": seeds,
-                   "bayes_sequences": spec["bayes_sequences"], "version": 1}
+                   "bayes_sequences": spec["bayes_sequences"], "sources": _source_hash()}
     cache = None
     if cache_dir is not None:
         cache = Path(cache_dir) / f"emissions_training_{'quick' if quick else 'full'}_{_cache_key(key_payload)}.json"

@@ -231,7 +231,7 @@ def check_7_3(ctx) -> ClaimResult:
 
     steps = [SymbolicStep("topic chain at ρ = 0 forgets the filter (d/dq = 0): the Bayes gap is exactly 0",
                           th.proof_topic_chain_forgets_at_zero())]
-    res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.default_cache_dir())
+    res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.cache_dir_for(ctx))
     s = res["summary"]
     iid, ar, v = s["iid"], s["ar1"], s["verdict"]
     e_noise = abs(iid["gap"]) / (tr.NOISE_FACTOR * iid["pooled_std"]) if iid["pooled_std"] > 0 else math.inf
