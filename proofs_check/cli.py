@@ -112,6 +112,16 @@ def cmd_reproduce(args) -> int:
     return reproduce(out=Path(args.out), quick=args.quick, device=_device(args.device))
 
 
+def cmd_mutate(args) -> int:
+    from proofs_check.mutants import format_table, run_mutants
+
+    theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
+    print(format_table(theory))
+    if args.json:
+        write_json(args.json, {"theory": theory})
+    return 0 if theory["killed"] == theory["total"] else 1
+
+
 def cmd_matrix(args) -> int:
     from proofs_check.matrix import format_table, run_matrix
 
@@ -185,6 +195,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("mutate", help="theory mutants: is each deliberate mistake caught? (mutation score)")
+    p.add_argument("--only", action="append", metavar="NAME", help="this mutant only (repeatable)")
+    p.add_argument("--json", metavar="PATH", help="write the scores as JSON")
+    p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    p.add_argument("--no-tests", action="store_true",
+                   help="ledger checks only; skip running the family's tests on survivors")
+    p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")
     p.add_argument("--json", metavar="PATH", help="write the matrix as JSON")

@@ -18,3 +18,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Under pytest-xdist each worker gets one thread, so `-n 2` uses the two cores without oversubscribing.
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads()))
+
+# `fastslow mutate` runs the family's tests with a theory mutant installed: the wrong
+# derivation is regenerated into a scratch module before any test imports the numerics.
+if os.environ.get("FASTSLOW_MUTANT"):
+    from proofs_check.mutants import install
+
+    install(os.environ["FASTSLOW_MUTANT"])
