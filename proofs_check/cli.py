@@ -78,7 +78,7 @@ def cmd_figures(args) -> int:
             print(f"{name:32s} claim {fig.claim:4s} {fig.title}")
         return 0
     ctx = CheckContext(device=_device(args.device), quick=not args.full)
-    written = render(args.only or None, ctx, Path(args.out))
+    written = render(args.only or None, ctx, Path(args.out), formats=args.format or ("png", "pdf"))
     for name, paths in written.items():
         print(f"{name:32s} " + "  ".join(str(p) for p in paths))
     return 0
@@ -166,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", metavar="NAME", help="render this figure (repeatable)")
     p.add_argument("--out", default="out/figures", help="output folder (default out/figures)")
     p.add_argument("--list", action="store_true", help="list figure names and exit")
+    p.add_argument("--format", action="append", choices=("png", "pdf"),
+                   help="file format (repeatable; default png and pdf)")
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.add_argument("--full", action="store_true", help="full-size figures (default: quick sizes)")
     p.set_defaults(run=cmd_figures)

@@ -65,7 +65,7 @@ def ledger_table_md(ledger: dict) -> list[str]:
 
 
 def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
-                    figure_index: dict[str, str], extra_sections: list[str] = ()) -> str:
+                    figure_index: dict[str, list[str]], extra_sections: list[str] = ()) -> str:
     env = ledger["environment"]
     lines = ["# fastslow reproduction report", "",
              "Claims of *Attention is Just Another Name for Coupling? A Fast–Slow ODE Perspective on "
@@ -113,8 +113,7 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
             lines += [f"> **Finding.** {c['finding']}", ""]
         if c.get("detail"):
             lines += [f"Detail: {c['detail']}", ""]
-        fig = figure_index.get(c["id"])
-        if fig:
+        for fig in figure_index.get(c["id"], []):
             lines += [f"![{fig}](figures/{fig}.png)", ""]
     return "\n".join(lines) + "\n"
 

@@ -41,7 +41,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    steps = ["derive --check", "check claims", "figures", "report"]
+    steps = ["derive --check", "check claims", "claims x architectures", "figures", "report"]
     bar = tqdm(steps, desc="reproduce", unit="step", file=sys.stderr)
     results: dict = {}
     for step in bar:
@@ -52,24 +52,35 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
         elif step == "check claims":
             results["ledger"] = run_checks(None, device=device, quick=quick, progress=True,
                                            cache_dir=str(cache_dir))
+        elif step == "claims x architectures":
+            from proofs_check.matrix import run_matrix
+
+            results["matrix"] = run_matrix(quick=quick, ledger=results["ledger"], device=device,
+                                           progress=True)
+            write_json(cache_dir / "matrix.json", results["matrix"])
+            write_json(out / "matrix.json", results["matrix"])
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))
             results["figures"] = render(None, ctx, figures_dir)
         else:
             ledger = results["ledger"]
             figures = load_figures()
-            figure_index = {}
-            for name, fig in sorted(figures.items()):
-                figure_index.setdefault(fig.claim, name)
+            figure_index: dict[str, list[str]] = {}
             for c in ledger["claims"]:
                 if c.get("figure") in figures:
-                    figure_index[c["id"]] = c["figure"]
+                    figure_index[c["id"]] = [c["figure"]]
+            for name, fig in sorted(figures.items()):
+                if name not in figure_index.get(fig.claim, []):
+                    figure_index.setdefault(fig.claim, []).append(name)
             timings[step] = time.perf_counter() - start
             ledger["timings"] = timings
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
             write_json(out / "ledger.json", ledger)
-            md = render_markdown(ledger, figures_dir, timings, figure_index,
-                                 extra_sections=_derive_section(results["derive"]))
+            from proofs_check.matrix import matrix_section
+
+            extra = _derive_section(results["derive"]) + [""] + matrix_section(results["matrix"])
+            extra += _mutation_section(out)
+            md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
             write_text(out / "report.html", render_html(md, figures_dir))
         timings[step] = time.perf_counter() - start
@@ -82,6 +93,29 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     failed = any(c["status"] == "failed" for c in ledger["claims"])
     return 0 if results["derive"].ok and not failed else 1
+
+
+def _mutation_section(out: Path) -> list[str]:
+    """The mutation scores from ``fastslow mutate --json out/mutation.json``, when that was run."""
+    import json
+
+    path = out / "mutation.json"
+    if not path.exists():
+        return ["", "## Verification power", "",
+                f"No mutation run in {out}: `fastslow mutate --code --json {path}` measures it "
+                "(about 20 minutes on 2 cores), and the next `reproduce` shows it here."]
+    data = json.loads(path.read_text())
+    lines = ["", "## Verification power", ""]
+    theory = data.get("theory")
+    if theory:
+        lines += [f"Theory mutation score: **{theory['killed']}/{theory['total']} = {theory['score']:.2f}**", "",
+                  "| mutant | claim | killed by |", "|---|---|---|"]
+        lines += [f"| {m['name']} | {m['claim']} | {m['killed_by'] or '**SURVIVED**'} |" for m in theory["mutants"]]
+    code = data.get("code")
+    if code:
+        lines += ["", f"Code mutation score ({code['tool']}): **{code['killed']}/{code['total']} = "
+                  f"{code['score']:.2f}**; survivors: {len(code.get('survivors', []))}."]
+    return lines
 
 
 def _derive_section(report) -> list[str]:

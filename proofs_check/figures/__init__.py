@@ -6,6 +6,7 @@ first use.  Every figure is written as PNG and PDF through ``save``, atomically.
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import os
 import pkgutil
@@ -19,6 +20,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 FIGURES: dict[str, "Figure"] = {}
+FORMATS = ("png", "pdf")
+_formats = contextvars.ContextVar("formats", default=FORMATS)
 
 
 @dataclass
@@ -49,13 +52,13 @@ def load_figures() -> dict[str, Figure]:
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
-    """Write ``fig`` as ``name.png`` and ``name.pdf`` in ``out_dir`` atomically; close it."""
+    """Write ``fig`` as ``name.png`` and ``name.pdf`` (the formats ``render`` asked for) atomically; close it."""
     import matplotlib.pyplot as plt
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext in ("png", "pdf"):
+    for ext in _formats.get():
         final = out_dir / f"{name}.{ext}"
         fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=f".{ext}.tmp")
         os.close(fd)
@@ -70,10 +73,21 @@ def save(fig, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def render(names: list[str] | None, ctx, out_dir: Path) -> dict[str, list[Path]]:
-    """Render the named figures (all when ``names`` is None); unknown names are an error."""
+def render(names: list[str] | None, ctx, out_dir: Path, formats=FORMATS) -> dict[str, list[Path]]:
+    """Render the named figures (all when ``names`` is None) in ``formats``; unknown names are an error."""
+    from tqdm import tqdm
+
     figures = load_figures()
     unknown = [n for n in names or [] if n not in figures]
     if unknown:
         raise ValueError(f"--only {', '.join(unknown)}: no such figure (known: {', '.join(sorted(figures))})")
-    return {name: figures[name].render(ctx, Path(out_dir)) for name in (names or sorted(figures))}
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise ValueError(f"--format {', '.join(bad)}: not one of {', '.join(FORMATS)}")
+    token = _formats.set(tuple(formats))
+    try:
+        selected = names or sorted(figures)
+        bar = tqdm(selected, desc="figures", unit="figure", disable=len(selected) < 2)
+        return {name: figures[name].render(ctx, Path(out_dir)) for name in bar}
+    finally:
+        _formats.reset(token)
