@@ -27,6 +27,7 @@ from benchmarks.timing import median_time
 from numerics.stack import LN_EPS
 
 BATCH = 1024
+QUICK_D, FULL_D = 16, 64  # width d of the batched layers (MLP width 4d)
 REFERENCE_D = 4  # entry-wise size at which sympytorch / lambdify can express J_LN
 AGREEMENT = 1e-12  # generated vs hand-written: same formula, float64 rounding × d-term sums
 
@@ -195,8 +196,8 @@ def reference_tools(repeats: int, device: str) -> dict:
 
 def run(quick: bool, device: str) -> dict:
     """The ``generated_vs_handwritten`` section."""
-    result = generated_vs_handwritten(32 if quick else 64, 3 if quick else 7, device)
-    result.update(reference_tools(3 if quick else 7, device))
+    result = generated_vs_handwritten(QUICK_D if quick else FULL_D, 3 if quick else 5, device)
+    result.update(reference_tools(3 if quick else 5, device))
     result["cannot_express"] = _what_they_cannot_express()
     result["definitions"] = ("ratio = t(generated G_layer) / t(hand-written torch, same formula); "
                              "sympytorch_ratio, lambdify_ratio = t(generated ln_jacobian) / t(tool), "

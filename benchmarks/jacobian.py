@@ -31,6 +31,8 @@ from numerics.stack import LN_EPS
 HEADLINE = {"T": 32, "d": 64, "layers": 12, "heads": 4, "kernel": "causal", "dtype": "float64"}
 RELATIVE_TOLERANCE = 1e-10  # float64 rounding × the depth/width of the products (observed ~1e-15)
 ASSEMBLED_LIMIT_BYTES = 2 * 2**30  # an assembled (Td)×(Td) float64 J larger than this is not built
+QUICK_CURVE = (8, 16, 32, 64)
+FULL_CURVE = (8, 16, 32, 64, 128, 256, 512)
 
 
 def benchmark_stack(T: int, d: int, layers: int, heads: int, device: str, seed: int = 0):
@@ -214,7 +216,7 @@ def run(quick: bool, device: str, progress=None) -> dict:
                    repeats=repeats)
     if progress:
         progress(f"T={cfg['T']} speedup {head['speedup']:.0f}x")
-    curve_T = (8, 16, 32, 64) if quick else (8, 16, 32, 64, 128, 256, 512)
+    curve_T = QUICK_CURVE if quick else FULL_CURVE
     dense_limit = 64 if quick or device == "cpu" else 128  # jacrev beyond this is minutes per run
     curve = []
     for T in curve_T:

@@ -3,7 +3,7 @@
 Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritten``,
 ``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists)
 and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
-broken piece does not hide the others' numbers; ``errors`` lists them.
+broken piece does not hide the others' numbers; ``machine["section_errors"]`` lists them.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def run_benchmarks(quick: bool, device: str) -> dict:
     """Run every section (``quick``: ≤ 3 min on 2 CPU cores; full: ≤ 10 min) and print a table."""
     if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
         raise ValueError(f"device={device!r} must be 'cpu' or 'cuda'")
-    results: dict = {"machine": machine(device), "options": {"quick": quick}}
+    results: dict = {"machine": {**machine(device), "quick": quick}}
     errors = []
     sections = list(_sections(quick, device))
     bar = tqdm(sections, desc="bench", unit="section", file=sys.stderr)
@@ -75,7 +75,7 @@ def run_benchmarks(quick: bool, device: str) -> dict:
         results[name]["section_seconds"] = time.perf_counter() - start
     results["machine"]["total_seconds"] = sum(r.get("section_seconds", 0) for r in results.values()
                                               if isinstance(r, dict))
-    results["errors"] = errors
+    results["machine"]["section_errors"] = errors
     print(format_table(results))
     return results
 
@@ -124,6 +124,6 @@ def format_table(results: dict) -> str:
     if sp and "error" not in sp:
         lines.append("\nslow path cost: " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                                       for k, v in sp.items() if not isinstance(v, (dict, list))))
-    for name in results.get("errors", []):
+    for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

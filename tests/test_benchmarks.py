@@ -1,0 +1,117 @@
+"""The benchmark harness: correctness of the factorised Jacobian it times, and the JSON it returns.
+
+No timing is asserted anywhere (machines are shared and noisy); only that the compared
+objects agree and that the harness reports every section under its documented key.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks import codegen_speed, derive_time, jacobian
+from benchmarks.run import run_benchmarks
+
+TINY = dict(T=6, d=8, layers=3, heads=2)
+
+
+def test_factorised_jacobian_equals_dense():
+    # Claim 2.3 at the reference: same (Td)x(Td) matrix; float64 rounding through 3 layers of
+    # d=8 products and the (L+1)-term assembly gives ~1e-15 relative; 1e-10 is the benchmark's bar.
+    stack, xbar = jacobian.benchmark_stack(**TINY, device="cpu")
+    J_dense = jacobian.dense_jacobian(stack, xbar, chunk_size=None)
+    J_fact = jacobian.factorised_jacobian(stack, xbar)
+    assert J_fact.shape == J_dense.shape == (TINY["T"] * TINY["d"],) * 2
+    assert jacobian.relative_error(J_fact, J_dense) <= 1e-10
+
+
+def test_control_inhomogeneous_state_breaks_agreement_linearly():
+    # Negative control: the factorisation holds only at X = 1x̄ᵀ.  At X = 1x̄ᵀ + δE the dense
+    # Jacobian moves by O(δ) (the attention-weight term δA·V is linear in the inhomogeneity),
+    # so the mismatch must be far above 1e-10 and grow with slope 1 in δ.
+    stack, xbar = jacobian.benchmark_stack(**TINY, device="cpu")
+    J_fact = jacobian.factorised_jacobian(stack, xbar)
+    E = torch.randn(TINY["T"], TINY["d"], generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    deltas = [1e-4, 1e-3, 1e-2]
+    errors = []
+    for delta in deltas:
+        X = xbar.expand(TINY["T"], TINY["d"]) + delta * E
+        J_dense = torch.func.jacrev(stack)(X).reshape(J_fact.shape)
+        errors.append(jacobian.relative_error(J_fact, J_dense))
+    assert min(errors) > 1e-8
+    slope = np.polyfit(np.log(deltas), np.log(errors), 1)[0]
+    assert abs(slope - 1.0) < 0.1  # first order in δ; the O(δ²) term is 100x smaller at δ=1e-2
+
+
+def test_assembly_is_the_kronecker_sum():
+    # assemble() (one GEMM + permute) against torch.kron summed term by term: an independent
+    # spelling of J = Σ_m A^m ⊗ K_m; float64 sums of L+1 = 4 products: 1e-14 relative.
+    g = torch.Generator().manual_seed(1)
+    A = torch.tril(torch.rand(5, 5, generator=g, dtype=torch.float64))
+    K = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
+    powers = jacobian.kernel_powers(A, 3)
+    want = sum(torch.kron(torch.linalg.matrix_power(A, m), K[m]) for m in range(4))
+    assert torch.allclose(jacobian.assemble(powers, K), want, rtol=1e-14, atol=1e-14 * want.abs().max())
+
+
+def test_polynomial_coefficients_reproduce_the_product():
+    # Σ_m λ^m K_m must equal Π_ℓ (P_ℓ + λ Q_ℓ) (layer L−1 leftmost) at any λ; a reversed
+    # layer order (the control) must not, since random P_ℓ, Q_ℓ do not commute.
+    g = torch.Generator().manual_seed(2)
+    P = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
+    Q = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
+    K = jacobian.polynomial_coefficients(P, Q)
+    for lam in (0.3, -1.7, 2.0):
+        prod = torch.eye(3, dtype=torch.float64)
+        for ell in range(4):
+            prod = (P[ell] + lam * Q[ell]) @ prod
+        poly = sum(lam**m * K[m] for m in range(5))
+        assert torch.allclose(poly, prod, rtol=1e-12, atol=1e-12 * prod.abs().max())
+        wrong = torch.eye(3, dtype=torch.float64)
+        for ell in reversed(range(4)):
+            wrong = (P[ell] + lam * Q[ell]) @ wrong
+        assert (wrong - poly).abs().max() > 1e-3 * prod.abs().max()
+
+
+def test_handwritten_baseline_matches_generated():
+    # The speed baseline must compute the generated function's value: same formula, float64.
+    inputs = codegen_speed.random_layers(4, 6, 24, "cpu")
+    from numerics.generated import factorisation as gen
+
+    if "u" in __import__("inspect").signature(gen.G_layer).parameters:
+        inputs["u"] = jacobian.call_by_name(gen.ubar, inputs)
+    want = jacobian.call_by_name(gen.G_layer, inputs)
+    got = codegen_speed.handwritten_G_layer(**{k: v for k, v in inputs.items()
+                                               if k in __import__("inspect").signature(
+                                                   codegen_speed.handwritten_G_layer).parameters})
+    assert torch.allclose(got, want, rtol=1e-12, atol=1e-12 * want.abs().max())  # d=6 sums: ~1e-15
+
+
+def test_harness_returns_every_key(monkeypatch):
+    # Smoke: tiny sizes everywhere, one cheap derive family and one claim; keys as documented.
+    monkeypatch.setattr(jacobian, "HEADLINE", {**jacobian.HEADLINE, "T": 4, "d": 8, "layers": 2, "heads": 2})
+    monkeypatch.setattr(jacobian, "QUICK_CURVE", (2, 4))
+    monkeypatch.setattr(codegen_speed, "BATCH", 8)
+    monkeypatch.setattr(codegen_speed, "QUICK_D", 4)
+    monkeypatch.setattr(derive_time, "FAMILIES", ["stability"])
+    monkeypatch.setattr(derive_time, "quick_claims", lambda: ["5.1"])
+    results = run_benchmarks(quick=True, device="cpu")
+    assert set(results) >= {"factorised_vs_dense_jacobian", "generated_vs_handwritten", "derive",
+                            "memory", "machine"}
+    assert results["machine"]["section_errors"] in ([], ["slow_path_cost"])
+    j = results["factorised_vs_dense_jacobian"]
+    assert {"speedup", "dense_seconds", "factorised_seconds", "relative_error", "config", "curve"} <= set(j)
+    assert j["relative_error"] <= 1e-10 and math.isfinite(j["speedup"])
+    assert [p["T"] for p in j["curve"]] == [2, 4] and all("speedup" in p for p in j["curve"])
+    g = results["generated_vs_handwritten"]
+    assert {"ratio", "sympytorch_ratio", "lambdify_ratio"} <= set(g)
+    d = results["derive"]
+    assert {"cold_seconds", "warm_seconds", "check_seconds_per_claim"} <= set(d)
+    assert list(d["check_seconds_per_claim"]) == ["5.1"] and d["warm_cached_families"] == ["stability"]
+    assert {"dense_peak_rss_mb", "factorised_peak_rss_mb", "ratio"} <= set(results["memory"])
+
+
+def test_bad_device_is_a_value_error():
+    with pytest.raises(ValueError, match="device"):
+        run_benchmarks(quick=True, device="tpu")
