@@ -294,8 +294,12 @@ def _gate_gradient_information(cfg, seed, n_batches, batch) -> dict:
 
 
 # ---------------------------------------------------------------- the experiment
-def experiment_configs(quick: bool) -> dict:
-    """The sizes of the experiment: quick (CI, ≲ 60 s on 2 cores) and full (≲ 10 min)."""
+def experiment_configs(quick: bool, smoke: bool = False) -> dict:
+    """The sizes of the experiment: quick (CI, ≲ 60 s on 2 idle cores), full (≲ 10 min), and
+    smoke (a few seconds, for the notebook test: a demonstration, not evidence)."""
+    if smoke:
+        base = TrainConfig(T=32, d=16, layers=2, heads=2, steps=80, batch=16, eval_every=20, eval_batch=64)
+        return {"base": base, "seeds": (0, 1), "rho_ar": 0.9, "bayes_sequences": 500}
     if quick:
         base = TrainConfig(T=32, d=32, layers=2, heads=2, steps=150, batch=16, eval_every=25)
         return {"base": base, "seeds": (0, 1, 2), "rho_ar": 0.9, "bayes_sequences": 2000}
@@ -331,7 +335,7 @@ def default_cache_dir() -> Path:
 
 
 def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike | None = None,
-                   progress: bool = False) -> dict:
+                   progress: bool = False, smoke: bool = False) -> dict:
     """Train {i.i.d., AR(1)} × {coupled, frozen} × seeds; return curves, summaries and the
     Bayes-optimal loss gap of each data setting (numerics.emissions.bayes_loss_gap).
 
@@ -341,7 +345,7 @@ def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike 
     """
     from numerics.emissions import bayes_loss_gap
 
-    spec = experiment_configs(quick)
+    spec = experiment_configs(quick, smoke)
     seeds = tuple(spec["seeds"] if seeds is None else seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
         raise ValueError(f"seeds={seeds!r} must be a non-empty sequence of integers")
@@ -351,13 +355,14 @@ def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike 
                    "bayes_sequences": spec["bayes_sequences"], "sources": _source_hash()}
     cache = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"emissions_training_{'quick' if quick else 'full'}_{_cache_key(key_payload)}.json"
+        size = "smoke" if smoke else "quick" if quick else "full"
+        cache = Path(cache_dir) / f"emissions_training_{size}_{_cache_key(key_payload)}.json"
         if cache.exists():
             try:
                 return json.loads(cache.read_text())
             except json.JSONDecodeError as exc:
                 raise ValueError(f"cache file {cache} is corrupt ({exc}); delete it to retrain") from exc
-    result = {"quick": quick, "seeds": list(seeds), "settings": {}}
+    result = {"quick": quick, "smoke": smoke, "seeds": list(seeds), "settings": {}}
     for name, cfg in settings.items():
         bayes = bayes_loss_gap(cfg.data(), cfg.T, spec["bayes_sequences"], seed=EVAL_SEED + 1)
         runs = {}

@@ -97,7 +97,8 @@ def render_training_curves(ctx, out_dir):
 
     from numerics import training as tr
 
-    res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.cache_dir_for(ctx))
+    # ``ctx.smoke`` (set by the notebook at FASTSLOW_SMOKE=1) selects the seconds-sized run.
+    res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.cache_dir_for(ctx), smoke=getattr(ctx, "smoke", False))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     labels = {"iid": "i.i.d. blocks (ρ = 0)", "ar1": f"AR(1) blocks (ρ = {res['settings']['ar1']['config']['rho']})"}
     for ax, name in zip(axes[:2], ("iid", "ar1")):
