@@ -254,10 +254,13 @@ def mc_gated_risk(g_values, n_seq, n_prev, P, k, rho, s2, sigma2, seed) -> list[
 
 # ---------------------------------------------------------------- 7.3 categorical topic blocks
 def topic_filter_losses(tokens: torch.Tensor, topics: torch.Tensor, P: int, rho: float) -> dict:
-    """Exact next-token log-losses (batch, T) of the Bayes predictors for topic-block data.
+    """Exact next-token log-losses (batch, T−1) of two Bayes predictors for topic-block data,
+    for the predicted tokens 1..T−1 (token 0 is never predicted, as in training).
 
-    ``hist``: the forward filter over the Markov-switching topic chain (all earlier tokens);
-    ``cur``: the filter restarted at the uniform topic prior at each block (current block only).
+    ``hist``: the forward filter over the Markov-switching topic chain (all earlier tokens).
+    ``local``: what a model whose fast path sees only the block of the predicting position
+    can know: within a block, the filter restarted at the uniform prior at the block's start;
+    for the first token of block b, the filter of block b−1 pushed through one transition.
     Bayes' rule within a block; between blocks the generated ``topic_transition``.
     """
     batch, T = tokens.shape
@@ -265,25 +268,28 @@ def topic_filter_losses(tokens: torch.Tensor, topics: torch.Tensor, P: int, rho:
     R, Mt = _t(rho), _t(M)
     lik = topics.T[tokens]                                  # (batch, T, M): θ_z(x_t)
     uniform = torch.full((batch, M), 1.0 / M, dtype=F64)
-    losses = {}
-    for name in ("hist", "cur"):
-        q = uniform.clone()
-        out = torch.empty(batch, T, dtype=F64)
-        for t in range(T):
-            if t > 0 and t % P == 0:
-                q = gen.topic_transition(q, R, Mt) if name == "hist" else uniform.clone()
-            pred = (q * lik[:, t]).sum(-1)                 # p(x_t | past) = Σ_z q_z θ_z(x_t)
-            out[:, t] = -torch.log(pred)
-            q = q * lik[:, t] / pred[:, None]
-        losses[name] = out
-    return losses
+    out = {name: torch.empty(batch, T - 1, dtype=F64) for name in ("hist", "local")}
+    q_hist, q_local = uniform.clone(), uniform.clone()
+    for t in range(T):
+        if t > 0 and t % P == 0:
+            q_hist = gen.topic_transition(q_hist, R, Mt)
+            prior_local = gen.topic_transition(q_local, R, Mt)  # the previous block, seen whole
+            q_local = uniform.clone()
+        else:
+            prior_local = q_local
+        for name, prior in (("hist", q_hist), ("local", prior_local)):
+            if t > 0:
+                out[name][:, t - 1] = -torch.log((prior * lik[:, t]).sum(-1))  # p(x_t | past)
+        q_hist = q_hist * lik[:, t] / (q_hist * lik[:, t]).sum(-1, keepdim=True)
+        q_local = q_local * lik[:, t] / (q_local * lik[:, t]).sum(-1, keepdim=True)
+    return out
 
 
 def bayes_loss_gap(data, T: int, n_seq: int, seed: int) -> dict:
-    """Mean Bayes-optimal next-token loss (nats/token) with and without the cross-block channel,
-    and their paired gap with its Monte Carlo standard error."""
+    """Mean Bayes-optimal next-token loss (nats/token) without (``local``) and with (``hist``)
+    the cross-block channel, and their paired gap with its Monte Carlo standard error."""
     tokens, _ = data.sample(n_seq, T, seed)
     losses = topic_filter_losses(tokens, data.topics(), data.P, data.rho)
-    per_seq_gap = (losses["cur"] - losses["hist"]).mean(-1)
-    return {"loss_cur": float(losses["cur"].mean()), "loss_hist": float(losses["hist"].mean()),
+    per_seq_gap = (losses["local"] - losses["hist"]).mean(-1)
+    return {"loss_local": float(losses["local"].mean()), "loss_hist": float(losses["hist"].mean()),
             "gap": float(per_seq_gap.mean()), "se_gap": float(per_seq_gap.std() / math.sqrt(n_seq))}
