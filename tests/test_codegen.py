@@ -60,8 +60,11 @@ def compile_one(expr, args=(x, y), name="f"):
 
 
 def stock(expr, **tensors):
-    """Evaluate SymPy's stock TorchPrinter output."""
-    return eval(StockTorchPrinter().doprint(expr), {"torch": torch, **tensors})
+    """Evaluate SymPy's stock TorchPrinter output (its warnings are not ours)."""
+    code = StockTorchPrinter().doprint(expr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return eval(code, {"torch": torch, **tensors})
 
 
 # -- the function table against mpmath ---------------------------------------------
@@ -542,3 +545,19 @@ def test_discover_families_finds_only_families():
     families = derive_mod.discover_families()
     assert "codegen" not in families and "derive" not in families
     assert all(m.FAMILY == name and callable(m.generated_functions) for name, m in families.items())
+
+
+def test_docstring_text_avoids_sympys_exponential_matmul_printing(monkeypatch):
+    """sstr re-evaluates nested MatMuls (8272 MatMul.doit calls here); ours never does."""
+    from sympy.matrices.expressions.matmul import MatMul
+
+    M = B
+    for _ in range(5):
+        M = (sp.Identity(d) + h * M) * (sp.Identity(d) - M)
+    calls = []
+    original = MatMul.doit
+    monkeypatch.setattr(MatMul, "doit", lambda self, **kw: calls.append(1) or original(self, **kw))
+    text = render_function(GenFunction("f", (B, h), M, "0", "Nested products."))
+    assert not calls and "Expression (sympy.sstr):" in text
+    small = (sp.Identity(d) + C) * (sp.Identity(d) + h * lam * B) - 2 * B.T * C
+    assert sp.sstr(small) in render_function(GenFunction("g", (B, C, h, lam), small, "0", "Small."))

@@ -93,6 +93,7 @@ class TorchPrinter(SymPyTorchPrinter):
         self._function = function
         self._broadcast_scalars = False
         self._elementwise_vars: set = set()
+        self._constants: dict = {}
         self._math = _MathPrinter()
         self.used_dims: set = set()
         self.tensor_constants: dict[str, str] = {}
@@ -119,7 +120,12 @@ class TorchPrinter(SymPyTorchPrinter):
     _print_Basic = _print_not_supported
 
     def _is_constant(self, expr) -> bool:
-        return is_constant(expr, self._dims)
+        if not isinstance(expr, sympy.Expr) or expr.is_Matrix:
+            return False
+        known = self._constants.get(expr)  # memo: free_symbols walks the whole subtree
+        if known is None:
+            known = self._constants[expr] = is_constant(expr, self._dims)
+        return known
 
     def _print_constant(self, expr) -> str:
         """A Python expression for a constant: literal, ``math`` call or dimension."""
