@@ -169,7 +169,7 @@ def _atomic_save(obj, path: Path) -> None:
 def load_checkpoint(path: Path) -> dict:
     """Read a checkpoint; a missing key or unreadable file is a ValueError naming the file."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         for key in ("config", "seed", "step", "model", "optimizer", "curves"):
             state[key]
     except Exception as exc:  # torch raises many types for a truncated or foreign file
