@@ -1,0 +1,119 @@
+"""Claims 4.1, 4.2: visible and invisible directions, each beside its negative control."""
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+from torch.func import functional_call, jacrev
+
+from numerics import random_stack
+from numerics import visibility as nv
+
+DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
+SLOPE_TOL = 0.1   # THEORY.md §4: slope 2 ± 0.1 (decaying bundle), 1 ± 0.1 (mean-carrying)
+
+
+def _xbar(d, seed):
+    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _wq_jacobian(stack, X0):
+    params = {k: v.detach() for k, v in stack.named_parameters()}
+    w = nv.persistent_vector(stack)
+
+    def f(wq):
+        return w @ functional_call(stack, {**params, "layers.0.attn.W_Q": wq}, (X0,))
+
+    return jacrev(f)(params["layers.0.attn.W_Q"])
+
+
+def test_qk_invisible():
+    """At 1x̄ᵀ the Jacobian w.r.t. W_Q, W_K is zero to rounding; control: at an inhomogeneous state it is not."""
+    stack = random_stack(8, 4, 2, 2, "full", P=4, seed=1, value_scale=1.0)
+    xbar = _xbar(4, 1)
+    vis = nv.visibility(stack, xbar)
+    sigma1 = float(vis.singular_values[0])
+    for g in ("attn.W_Q", "attn.W_K"):
+        assert vis.groups[g]["max_abs"] <= 1e-13 * sigma1 and vis.groups[g]["rank"] == 0  # T·ε·‖∂‖
+    inhomogeneous = nv.homogeneous(stack, xbar) + 0.3 * nv.decaying_offset(stack, 2)
+    assert _wq_jacobian(stack, inhomogeneous).abs().max() > 1e-4   # O(offset²) ≈ 0.09 × O(0.1)
+
+
+def test_visible_dimension():
+    """Visible dim = d without a slow path; d + L − 1 with it (the gate un-freezes later kernels)."""
+    xbar = _xbar(4, 0)
+    plain = nv.visibility(random_stack(8, 4, 3, 2, "full", seed=0), xbar)
+    slow = nv.visibility(random_stack(8, 4, 3, 2, "full", P=4, seed=0), xbar)
+    assert plain.visible_dim == 4 and slow.visible_dim == 4 + 2
+    assert plain.gap > 1e8 and slow.gap > 1e8      # σ_r vs rounding (≈ 1e-15 σ₁)
+    assert slow.invisible_dim == slow.parameters - 6
+
+
+@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["full", "block"]))
+def test_decaying_offset_second_order(seed, kernel):
+    """wᵀp = 0: ‖Δx̄_L‖ ∝ δ² (fitted slope 2 ± 0.1)."""
+    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=seed, value_scale=1.0)
+    p = nv.decaying_offset(stack, seed + 1)
+    assert abs(float(nv.persistent_vector(stack) @ p @ torch.ones(8, dtype=torch.float64))) < 1e-14
+    r = nv.persistent_response(stack, _xbar(8, seed), p, DELTAS)
+    assert abs(nv.fit_slope(DELTAS, r) - 2) <= SLOPE_TOL
+
+
+@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["full", "block", "causal"]))
+def test_mean_carrying_offset_first_order(seed, kernel):
+    """Control: wᵀp ≠ 0 moves x̄_L at first order, by G_{≤L}(1)pᵀw (generated) up to O(δ)."""
+    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=seed, value_scale=1.0)
+    xbar, p = _xbar(8, seed), nv.mean_carrying_offset(stack, seed + 1)
+    r = nv.persistent_response(stack, xbar, p, DELTAS)
+    assert abs(nv.fit_slope(DELTAS, r) - 1) <= SLOPE_TOL
+    pred = float(torch.linalg.vector_norm(nv.first_order_prediction(stack, xbar, p)))
+    assert abs(float(r[0]) / float(DELTAS[0]) - pred) <= 1e-2 * pred   # O(δ) = 1e-4 × constant ≤ 100
+
+
+def test_causal_first_token_untouched():
+    """Causal, w = e₁: an offset with p₁ = 0 leaves e₁ᵀX_L exactly unchanged (causality)."""
+    stack = random_stack(8, 8, 3, 2, "causal", P=4, seed=0, value_scale=1.0)
+    p = nv.decaying_offset(stack, 1)
+    assert torch.equal(p[0], torch.zeros(8, dtype=torch.float64))
+    assert float(nv.persistent_response(stack, _xbar(8, 0), p, DELTAS).max()) == 0.0
+
+
+@given(seed=st.integers(0, 10_000), slow_kernel=st.sampled_from(["causal", "full"]))
+def test_gate_sensitivity_matches_formula(seed, slow_kernel):
+    """Full fast kernel: ∂x̄_L/∂g = h(wᵀs)D_ℓW_slowᵀLN₁(x̄_ℓ) ≠ 0 at g = 0."""
+    stack = random_stack(8, 8, 2, 2, "full", P=4, seed=seed, value_scale=1.0, slow_kernel=slow_kernel)
+    xbar = _xbar(8, seed)
+    auto = nv.gate_jacobian(stack, nv.homogeneous(stack, xbar))
+    pred = nv.gate_sensitivity_prediction(stack, xbar)
+    scale = float(torch.linalg.matrix_norm(auto))
+    assert scale > 1e-3                                                   # visible: wᵀs = 1/2
+    assert float(torch.linalg.matrix_norm(auto - pred)) <= 1e-12 * max(scale, 1.0)   # rounding of a
+    # depth-2 chain of d×d Jacobians: ≤ 1e-14, margin ×100
+
+
+@pytest.mark.parametrize("kernel", ["causal", "block"])
+def test_gate_invisible_when_w_sees_block_zero_only(kernel):
+    """Control (finding): w confined to block 0 ⇒ wᵀs = 0 ⇒ ∂x̄_L/∂g = 0, and slow weights stay
+    invisible even at g ≠ 0."""
+    xbar = _xbar(8, 0)
+    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=0, value_scale=1.0)
+    assert float(nv.gate_jacobian(stack, nv.homogeneous(stack, xbar)).abs().max()) <= 1e-14
+    # w from a least-squares solve: off-block-0 entries are rounding (≤ 1e-16), so ≤ 1e-14 here
+    assert float(nv.gate_sensitivity_prediction(stack, xbar).abs().max()) <= 1e-14
+    gated = random_stack(8, 8, 2, 2, kernel, P=4, seed=0, value_scale=1.0, gate=0.5)
+    assert nv.slow_weight_visibility(gated, nv.homogeneous(gated, xbar)).rank == 0
+
+
+def test_slow_weights_full_rank_at_nonzero_gate():
+    """Full kernel at g = 0.5: slow W_V/W_O Jacobian has rank d; control: rank 0 at g = 0."""
+    xbar = _xbar(8, 0)
+    gated = random_stack(8, 8, 2, 2, "full", P=4, seed=0, value_scale=1.0, gate=0.5)
+    assert nv.slow_weight_visibility(gated, nv.homogeneous(gated, xbar)).full_rank
+    closed = random_stack(8, 8, 2, 2, "full", P=4, seed=0, value_scale=1.0)
+    assert nv.slow_weight_visibility(closed, nv.homogeneous(closed, xbar)).rank == 0
+
+
+def test_gate_needs_slow_path():
+    with pytest.raises(ValueError, match="P"):
+        nv.gate_jacobian(random_stack(8, 8, 1, 2, "full"), torch.zeros(8, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="xbar"):
+        nv.homogeneous(random_stack(8, 8, 1, 2, "full"), torch.zeros(3, dtype=torch.float64))
