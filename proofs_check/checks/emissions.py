@@ -263,7 +263,8 @@ def check_7_3(ctx) -> ClaimResult:
               f"{res['settings']['iid']['config']['d']}, {res['settings']['iid']['config']['layers']} layers, "
               f"{res['settings']['iid']['config']['steps']} steps, seeds {res['seeds']}. The fast path sees only the "
               "current block (reconstruction: with the paper's all-token causal fast path the frozen model can reach "
-              "earlier blocks itself, and the 7.2 gap only bounds what the gate adds).",
+              "earlier blocks itself, and the comparison no longer isolates the 7.2 information gap; see "
+              "numerics/training.py).",
         finding="At random initialisation ∂R/∂g at g = 0 is not 0 even for independent blocks: the slow feature's "
                 "mean acts as a bias channel.  Only its information part (history vs an independent history) "
                 "vanishes in expectation (tests/test_training.py); 7.2's dR/dg = 0 holds at the Bayes predictor.")
