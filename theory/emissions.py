@@ -133,8 +133,8 @@ def block_loglik(name: str, block, tbars) -> sp.Expr:
     fam = family(name)
     eta_ = fam["eta"]
     loglik = Sum(fam["logh"](block[i]), (i, 1, P)) - P * fam["A"](eta_)
-    for e, T_k, tb in zip(eta_, fam["T"], tbars):
-        loglik += e * P * tb  # = e * Sum(T_k(block[i]), (i, 1, P)) on the event t̄(block) = tb
+    for e, tb in zip(eta_, tbars):
+        loglik += e * P * tb  # = η_k Σ_i T_k(block_i) on the event t̄_k(block) = tb
     return loglik
 
 
