@@ -217,7 +217,8 @@ def run(quick: bool, device: str, progress=None) -> dict:
     if progress:
         progress(f"T={cfg['T']} speedup {head['speedup']:.0f}x")
     curve_T = QUICK_CURVE if quick else FULL_CURVE
-    dense_limit = 64 if quick or device == "cpu" else 128  # jacrev beyond this is minutes per run
+    # jacrev beyond these T costs minutes per run (quick: T=64 alone would take most of its budget)
+    dense_limit = 32 if quick else 64 if device == "cpu" else 128
     curve = []
     for T in curve_T:
         if T == cfg["T"]:
