@@ -44,8 +44,8 @@ def check_4_1(ctx) -> ClaimResult:
     table, errs, control_slopes, causal_max = [], [], [], 0.0
     for seed in seeds:
         for kernel in ("full", "block", "causal"):
-            st = random_stack(8, 8, 3, 2, kernel, P=4, seed=seed, value_scale=1.0)
-            xbar = _xbar(8, seed)
+            st = random_stack(8, 4, 3, 2, kernel, P=4, seed=seed, value_scale=1.0)
+            xbar = _xbar(4, seed)
             vis = nv.visibility(st, xbar)
             sigma1 = float(vis.singular_values[0])
             qk = max(vis.groups["attn.W_Q"]["max_abs"], vis.groups["attn.W_K"]["max_abs"]) / sigma1
@@ -113,7 +113,7 @@ def check_4_2(ctx) -> ClaimResult:
                 auto = nv.gate_jacobian(st, X0)
                 pred = nv.gate_sensitivity_prediction(st, xbar)
                 # derivatives w.r.t. an O(1) gate are measured against the observable's size
-                scale = 1.0 + float(torch.linalg.vector_norm(st.reference_trajectory(xbar)[-1]))
+                scale = 1.0 + float(torch.linalg.vector_norm(st.reference_trajectory(xbar)[-1].detach()))
                 mism = float(torch.linalg.matrix_norm(auto - pred)) / scale
                 size = float(torch.linalg.matrix_norm(auto)) / scale
                 st_g = random_stack(8, 8, 3, 2, kernel, P=4, seed=seed, value_scale=1.0, gate=0.5,
