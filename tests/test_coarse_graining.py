@@ -100,7 +100,7 @@ def test_causal_two_sided_stays_order_one():
 
 
 def test_mode_blocks_reproduce_layer_jacobian():
-    """J_ℓ(s ⊗ x) = s ⊗ G_ℓ(λ)x for every mode (the factorisation the mode blocks rely on)."""
+    """J_ℓ(s ⊗ x) = s ⊗ G_ℓ(λ)x for every mode: the generated blocks against the dense Jacobian."""
     st_ = random_stack(6, 8, 2, 2, "causal", seed=3, value_scale=5.0)
     xbar = _xbar(8, 3)
     modes, _ = cg.kernel_modes(st_.frozen_kernel())
