@@ -22,7 +22,6 @@ import math
 import sympy as sp
 import torch
 
-from benchmarks.jacobian import call_by_name
 from benchmarks.timing import median_time
 from numerics.stack import LN_EPS
 
@@ -30,6 +29,11 @@ BATCH = 1024
 QUICK_D, FULL_D = 16, 64  # width d of the batched layers (MLP width 4d)
 REFERENCE_D = 4  # entry-wise size at which sympytorch / lambdify can express J_LN
 AGREEMENT = 1e-12  # generated vs hand-written: same formula, float64 rounding × d-term sums
+
+
+def call_by_name(fn, inputs: dict):
+    """Call a generated function with its positional arguments taken from ``inputs`` by name."""
+    return fn(*(inputs[name] for name in inspect.signature(fn).parameters))
 
 
 def _gen():

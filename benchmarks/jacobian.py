@@ -5,11 +5,12 @@ J = ∂ vec(X_L) / ∂ vec(X_0) (row-major vec) at X_0 = 1x̄ᵀ, float64.
 
 * **dense**: ``torch.func.jacrev`` of the stack (the best of a few chunk sizes), i.e. Td
   vector-Jacobian products through all L layers.
-* **factorised** (Claim 2.3, no eigenvectors): the reference trajectory x̄_ℓ computed
-  token-wise, each layer's affine mode map G_ℓ(λ) = P_ℓ + λ Q_ℓ from the generated
-  coefficient functions (``numerics.generated.factorisation``), the polynomial
-  G(λ) = G_{L−1}(λ)⋯G_0(λ) = Σ_m λ^m K_m by the recursion K ← P K + Q (K shifted), and the
-  assembly J = Σ_m A^m ⊗ K_m with the frozen kernel A — one (T², L+1) × (L+1, d²) product.
+* **factorised** (Claim 2.3, no eigenvectors): ``numerics.factorisation.polynomial_coefficients``
+  (the reference trajectory x̄_ℓ token-wise, each layer's affine mode map G_ℓ(λ) from the
+  generated coefficient functions, G(λ) = G_{L−1}(λ)⋯G_0(λ) = Σ_m λ^m K_m multiplied out),
+  then the assembly J = Σ_m A^m ⊗ K_m with the frozen kernel A as one (T², L+1) × (L+1, d²)
+  product and one permute (``numerics.factorisation.polynomial_jacobian`` spells it as L+1
+  Kronecker products, each a (Td)² temporary; the result is the same matrix).
   Its cost is O(L² d³ + L T³ + L T² d²) against the dense O(T d · L · T d²)-and-more.
 
 Both are checked against each other (relative Frobenius error ≤ 1e-10) before any time is
@@ -18,7 +19,6 @@ reported.  Valid for gate 0 (or no slow path) and a kernel common to every head 
 
 from __future__ import annotations
 
-import inspect
 import math
 import statistics
 
@@ -26,7 +26,6 @@ import torch
 
 from benchmarks.timing import median_time, time_once
 from numerics import random_stack
-from numerics.stack import LN_EPS
 
 HEADLINE = {"T": 32, "d": 64, "layers": 12, "heads": 4, "kernel": "causal", "dtype": "float64"}
 RELATIVE_TOLERANCE = 1e-10  # float64 rounding × the depth/width of the products (observed ~1e-15)
@@ -55,61 +54,13 @@ def dense_jacobian(stack, xbar: torch.Tensor, chunk_size: int | None) -> torch.T
 
 
 # ---- factorised ----------------------------------------------------------------------------
-def _generated():
-    from numerics.generated import factorisation as gen
+def factored_form(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(A^0..A^L (L+1, T, T), K_0..K_L (L+1, d, d)): the Jacobian in its polynomial form
+    (``numerics.factorisation``: generated G_ℓ(λ) coefficients multiplied out in depth order)."""
+    from numerics import factorisation
 
-    return gen
-
-
-def layer_inputs(stack, xbar: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The named inputs of the generated layer functions, batched over layers (leading dim L)."""
-    gen = _generated()
-    layers = stack.layers
-    xs = stack.reference_trajectory(xbar)[:-1]                        # (L, d): x̄_0 .. x̄_{L-1}
-    col = lambda v: v.unsqueeze(-1)  # noqa: E731  (d,) -> (d, 1)
-    L = len(layers)
-    like = xs.new_ones(L)
-    inputs = {
-        "x": col(xs),
-        "gamma1": col(torch.stack([l.ln1.gamma for l in layers])),
-        "beta1": col(torch.stack([l.ln1.beta for l in layers])),
-        "W_VO": torch.stack([l.attn.value_output() for l in layers]),
-        "gamma2": col(torch.stack([l.ln2.gamma for l in layers])),
-        "beta2": col(torch.stack([l.ln2.beta for l in layers])),
-        "W1": torch.stack([l.mlp.W1 for l in layers]),
-        "b1": col(torch.stack([l.mlp.b1 for l in layers])),
-        "W2": torch.stack([l.mlp.W2 for l in layers]),
-        "h": like * stack.h,
-        "alpha": like * stack.config.decay,
-        "eps": like * LN_EPS,
-    }
-    if "u" in inspect.signature(gen.G_layer_coefficient_0).parameters:
-        inputs["u"] = call_by_name(gen.ubar, inputs)
-    return inputs
-
-
-def call_by_name(fn, inputs: dict):
-    """Call a generated function with its positional arguments taken from ``inputs`` by name."""
-    return fn(*(inputs[name] for name in inspect.signature(fn).parameters))
-
-
-def layer_coefficients(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(P, Q), each (L, d, d): G_ℓ(λ) = P_ℓ + λ Q_ℓ (generated, Claim 2.3)."""
-    gen = _generated()
-    inputs = layer_inputs(stack, xbar)
-    return call_by_name(gen.G_layer_coefficient_0, inputs), call_by_name(gen.G_layer_coefficient_1, inputs)
-
-
-def polynomial_coefficients(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
-    """K (L+1, d, d) with Π_ℓ (P_ℓ + λ Q_ℓ) (layer L−1 leftmost) = Σ_m λ^m K_m."""
-    L, d, _ = P.shape
-    K = torch.zeros(L + 1, d, d, dtype=P.dtype, device=P.device)
-    K[0] = torch.eye(d, dtype=P.dtype, device=P.device)
-    for ell in range(L):
-        shifted = torch.zeros_like(K)
-        shifted[1:] = Q[ell] @ K[:-1]
-        K = P[ell] @ K + shifted
-    return K
+    K = factorisation.polynomial_coefficients(stack, xbar)
+    return kernel_powers(factorisation.common_kernel(stack).to(K.dtype), K.shape[0] - 1), K
 
 
 def kernel_powers(A: torch.Tensor, degree: int) -> torch.Tensor:
@@ -126,13 +77,6 @@ def assemble(powers: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     d = K.shape[-1]
     J4 = (powers.reshape(M, T * T).T @ K.reshape(M, d * d)).reshape(T, T, d, d)
     return J4.permute(0, 2, 1, 3).reshape(T * d, T * d)
-
-
-def factored_form(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(A^m, K_m): the Jacobian in its polynomial form, without assembling it."""
-    P, Q = layer_coefficients(stack, xbar)
-    K = polynomial_coefficients(P, Q)
-    return kernel_powers(stack.frozen_kernel(), K.shape[0] - 1), K
 
 
 def factorised_jacobian(stack, xbar: torch.Tensor) -> torch.Tensor:
@@ -241,8 +185,8 @@ def run(quick: bool, device: str, progress=None) -> dict:
         "compared_quantity": "the assembled (Td)x(Td) float64 Jacobian d vec(X_L)/d vec(X_0) "
                              "(row-major vec) at X_0 = 1 xbar^T, produced in full by both methods",
         "dense_method": "torch.func.jacrev of the stack, best chunk size of " + str(list(chunks)),
-        "factorised_method": "generated G_l(lambda) = P_l + lambda Q_l, K_m by recursion, "
-                             "J = sum_m A^m kron K_m (one GEMM)",
+        "factorised_method": "numerics.factorisation.polynomial_coefficients (generated G_l(lambda) "
+                             "coefficients multiplied out), J = sum_m A^m kron K_m assembled by one GEMM",
         "config": {**cfg, "best_chunk_size": head["best_chunk_size"], "repeats": repeats,
                    "dense_seconds_by_chunk": head["dense_seconds_by_chunk"],
                    "dense_runs": head["dense_runs"], "factorised_runs": head["factorised_runs"],

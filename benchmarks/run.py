@@ -42,10 +42,10 @@ def machine(device: str) -> dict:
     return info
 
 
-def _sections(quick: bool, device: str):
+def _sections(quick: bool, device: str, note):
     from benchmarks import codegen_speed, derive_time, jacobian
 
-    yield "factorised_vs_dense_jacobian", lambda: jacobian.run(quick, device)
+    yield "factorised_vs_dense_jacobian", lambda: jacobian.run(quick, device, progress=note)
     yield "generated_vs_handwritten", lambda: codegen_speed.run(quick, device)
     yield "memory", lambda: jacobian.run_memory(quick, device)
     yield "derive", lambda: derive_time.run(quick, device)
@@ -61,9 +61,10 @@ def run_benchmarks(quick: bool, device: str) -> dict:
         raise ValueError(f"device={device!r} must be 'cpu' or 'cuda'")
     results: dict = {"machine": {**machine(device), "quick": quick}}
     errors = []
-    sections = list(_sections(quick, device))
-    bar = tqdm(sections, desc="bench", unit="section", file=sys.stderr)
-    for name, fn in bar:
+    bar = tqdm(desc="bench", unit="section", file=sys.stderr)
+    sections = list(_sections(quick, device, lambda msg: bar.set_postfix_str(msg)))
+    bar.reset(total=len(sections))
+    for name, fn in sections:
         bar.set_postfix_str(name)
         start = time.perf_counter()
         try:
@@ -73,6 +74,8 @@ def run_benchmarks(quick: bool, device: str) -> dict:
             errors.append(name)
             traceback.print_exc()
         results[name]["section_seconds"] = time.perf_counter() - start
+        bar.update()
+    bar.close()
     results["machine"]["total_seconds"] = sum(r.get("section_seconds", 0) for r in results.values()
                                               if isinstance(r, dict))
     results["machine"]["section_errors"] = errors

@@ -4,6 +4,7 @@ No timing is asserted anywhere (machines are shared and noisy); only that the co
 objects agree and that the harness reports every section under its documented key.
 """
 
+import inspect
 import math
 
 import numpy as np
@@ -45,33 +46,19 @@ def test_control_inhomogeneous_state_breaks_agreement_linearly():
 
 
 def test_assembly_is_the_kronecker_sum():
-    # assemble() (one GEMM + permute) against torch.kron summed term by term: an independent
-    # spelling of J = Σ_m A^m ⊗ K_m; float64 sums of L+1 = 4 products: 1e-14 relative.
+    # assemble() (one GEMM + permute) against numerics.factorisation.polynomial_jacobian (torch.kron
+    # summed term by term): two spellings of J = Σ_m A^m ⊗ K_m; float64 sums of L+1 = 4 products.
+    from numerics.factorisation import polynomial_jacobian
+
     g = torch.Generator().manual_seed(1)
     A = torch.tril(torch.rand(5, 5, generator=g, dtype=torch.float64))
     K = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
-    powers = jacobian.kernel_powers(A, 3)
-    want = sum(torch.kron(torch.linalg.matrix_power(A, m), K[m]) for m in range(4))
-    assert torch.allclose(jacobian.assemble(powers, K), want, rtol=1e-14, atol=1e-14 * want.abs().max())
-
-
-def test_polynomial_coefficients_reproduce_the_product():
-    # Σ_m λ^m K_m must equal Π_ℓ (P_ℓ + λ Q_ℓ) (layer L−1 leftmost) at any λ; a reversed
-    # layer order (the control) must not, since random P_ℓ, Q_ℓ do not commute.
-    g = torch.Generator().manual_seed(2)
-    P = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
-    Q = torch.randn(4, 3, 3, generator=g, dtype=torch.float64)
-    K = jacobian.polynomial_coefficients(P, Q)
-    for lam in (0.3, -1.7, 2.0):
-        prod = torch.eye(3, dtype=torch.float64)
-        for ell in range(4):
-            prod = (P[ell] + lam * Q[ell]) @ prod
-        poly = sum(lam**m * K[m] for m in range(5))
-        assert torch.allclose(poly, prod, rtol=1e-12, atol=1e-12 * prod.abs().max())
-        wrong = torch.eye(3, dtype=torch.float64)
-        for ell in reversed(range(4)):
-            wrong = (P[ell] + lam * Q[ell]) @ wrong
-        assert (wrong - poly).abs().max() > 1e-3 * prod.abs().max()
+    want = polynomial_jacobian(A, K)
+    got = jacobian.assemble(jacobian.kernel_powers(A, 3), K)
+    assert torch.allclose(got, want, rtol=1e-14, atol=1e-14 * want.abs().max())
+    # control: transposing the Kronecker factors' roles (K ⊗ A ordering) gives another matrix
+    wrong = sum(torch.kron(K[m], torch.linalg.matrix_power(A, m)) for m in range(4))
+    assert (wrong - got).abs().max() > 1e-2 * want.abs().max()
 
 
 def test_handwritten_baseline_matches_generated():
@@ -79,12 +66,11 @@ def test_handwritten_baseline_matches_generated():
     inputs = codegen_speed.random_layers(4, 6, 24, "cpu")
     from numerics.generated import factorisation as gen
 
-    if "u" in __import__("inspect").signature(gen.G_layer).parameters:
-        inputs["u"] = jacobian.call_by_name(gen.ubar, inputs)
-    want = jacobian.call_by_name(gen.G_layer, inputs)
-    got = codegen_speed.handwritten_G_layer(**{k: v for k, v in inputs.items()
-                                               if k in __import__("inspect").signature(
-                                                   codegen_speed.handwritten_G_layer).parameters})
+    if "u" in inspect.signature(gen.G_layer).parameters:
+        inputs["u"] = codegen_speed.call_by_name(gen.ubar, inputs)
+    want = codegen_speed.call_by_name(gen.G_layer, inputs)
+    accepted = inspect.signature(codegen_speed.handwritten_G_layer).parameters
+    got = codegen_speed.handwritten_G_layer(**{k: v for k, v in inputs.items() if k in accepted})
     assert torch.allclose(got, want, rtol=1e-12, atol=1e-12 * want.abs().max())  # d=6 sums: ~1e-15
 
 
