@@ -115,11 +115,22 @@ def cmd_reproduce(args) -> int:
 def cmd_mutate(args) -> int:
     from proofs_check.mutants import format_table, run_mutants
 
-    theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
-    print(format_table(theory))
+    result, ok = {}, True
+    if not args.code_only:
+        theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
+        print(format_table(theory))
+        result["theory"] = theory
+        ok = theory["killed"] == theory["total"]
+    if args.code or args.code_only:
+        from proofs_check.code_mutants import CODE_TARGET, format_summary, run_code_mutants
+
+        code = run_code_mutants(workers=args.workers)
+        print(format_summary(code))
+        result["code"] = code
+        ok = ok and code["score"] >= CODE_TARGET
     if args.json:
-        write_json(args.json, {"theory": theory})
-    return 0 if theory["killed"] == theory["total"] else 1
+        write_json(args.json, result)
+    return 0 if ok else 1
 
 
 def cmd_matrix(args) -> int:
@@ -204,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     p.add_argument("--no-tests", action="store_true",
                    help="ledger checks only; skip running the family's tests on survivors")
+    code = p.add_mutually_exclusive_group()
+    code.add_argument("--code", action="store_true",
+                      help="also run the code mutants (mutmut over numerics/stack.py, kernels.py, generated/)")
+    code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
     p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")
