@@ -3,6 +3,8 @@
 Each property test sits beside a negative control that breaks the claim's condition.
 """
 
+from functools import cache
+
 import mpmath
 import numpy as np
 import pytest
@@ -129,11 +131,16 @@ def test_two_state_and_tree_formula():
     assert sp.simplify(th.stationary_distribution(Q3).p - th.markov_tree_formula(q)) == sp.zeros(3, 1)
 
 
+@cache
+def _chain3():
+    Q = th.three_state_generator()
+    return Q, th.stationary_distribution(Q).p
+
+
 @given(y1=st.floats(-3, 3), y2=st.floats(-3, 3))
 def test_stationary_mpmath(y1, y2):
     """Generated p_st(y) vs the symbolic one at 50 digits; the 50-digit residual of Q(y)ᵀp."""
-    Q = th.three_state_generator()
-    p = th.stationary_distribution(Q).p
+    Q, p = _chain3()
     with mpmath.workdps(50):
         sub = {th.CHAIN_Y[0]: sp.Float(y1, 50), th.CHAIN_Y[1]: sp.Float(y2, 50)}
         exact = p.subs(sub).evalf(50)
