@@ -561,3 +561,45 @@ def test_docstring_text_avoids_sympys_exponential_matmul_printing(monkeypatch):
     assert not calls and "Expression (sympy.sstr):" in text
     small = (sp.Identity(d) + C) * (sp.Identity(d) + h * lam * B) - 2 * B.T * C
     assert sp.sstr(small) in render_function(GenFunction("g", (B, C, h, lam), small, "0", "Small."))
+
+
+# -- layout of long statements -------------------------------------------------------
+_atoms = st.sampled_from(["a", "b", "m", "n", "2 * a", "f(a, m)", "m.T", "(-a)", "- a"])
+_terms = st.recursive(
+    _atoms,
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from([" + ", " - ", " * "]), inner).map("".join),
+        st.tuples(inner, inner).map(lambda t: f"({t[0]} * m) @ ({t[1]} * n)"),
+        inner.map(lambda s: f"({s})"),
+        inner.map(lambda s: f"f({s}, {s})"),
+    ),
+    max_leaves=4,
+)
+
+
+def _chain(term_strategy):
+    """Long chains ``t0 op t1 op ...``: long enough to need wrapping."""
+    ops = st.sampled_from([" + ", " - ", " * ", " @ m @ "])
+    return st.tuples(term_strategy, st.lists(st.tuples(ops, term_strategy), min_size=6,
+                                             max_size=14)).map(
+        lambda t: t[0] + "".join(op + term for op, term in t[1]))
+
+
+_python_exprs = _chain(st.one_of(_terms, _chain(_terms).map(lambda s: f"({s})")))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(_python_exprs)
+def test_line_layout_never_changes_the_value(expr):
+    from theory.codegen.layout import WIDTH, wrap_statement
+
+    g = torch.Generator().manual_seed(0)
+    scope = dict(zip("abmn", torch.rand(4, 2, 2, generator=g, dtype=torch.float64) - 0.5))
+    scope["f"] = lambda p, q: p * 2 - q
+    line = "    x0 = " + expr
+    lines = wrap_statement(line)
+    assert len(line) <= WIDTH or len(lines) > 1
+    original, wrapped = {}, {}
+    exec(line.strip(), dict(scope), original)
+    exec(textwrap.dedent("\n".join(lines)), dict(scope), wrapped)
+    torch.testing.assert_close(wrapped["x0"], original["x0"], rtol=0, atol=0)

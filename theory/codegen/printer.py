@@ -40,6 +40,7 @@ from sympy.printing.pytorch import TorchPrinter as SymPyTorchPrinter
 
 from .errors import CodegenError
 from .functions import TORCH_FUNCTIONS
+from .layout import is_group
 
 #: Matrix nodes whose printed form is a name, call or subscript: never parenthesized.
 _ATOMIC_MATRICES = (
@@ -167,7 +168,7 @@ class TorchPrinter(SymPyTorchPrinter):
         if self._is_constant(expr):
             return self.parenthesize(expr, PRECEDENCE["Mul"], strict=True)
         text = self._print(expr)
-        if precedence(expr) < PRECEDENCE["Func"]:
+        if precedence(expr) < PRECEDENCE["Func"] and not is_group(text):
             text = f"({text})"
         return f"{text}[..., None, None]"
 
@@ -312,7 +313,8 @@ class TorchPrinter(SymPyTorchPrinter):
             negative = coeff.could_extract_minus_sign()
             text = self._matmul(-coeff if negative else coeff, matrices)
             terms.append(("- " if negative else "+ ") + text)
-        return " ".join(terms).removeprefix("+ ")
+        text = " ".join(terms)
+        return text[2:] if text.startswith("+ ") else "-" + text[2:]
 
     def _print_HadamardProduct(self, expr):
         return " * ".join(self._operand(a) for a in expr.args)
