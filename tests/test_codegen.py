@@ -189,7 +189,8 @@ def test_unmapped_stock_functions(fn):
 
 def test_number_valued_subexpressions_stay_python_constants():
     t = torch.linspace(0.1, 2, 7, dtype=torch.float32)
-    expr = sp.sqrt(2) * x + sp.Rational(1, 3) + sp.exp(sp.pi) * sp.cosh(2) * x
+    expr = (sp.sqrt(2) * x + sp.Rational(1, 3) + sp.exp(sp.pi) * sp.cosh(2) * x
+            + sp.Rational(2**60 + 1, 3**40) * x**2 + sp.Float("0.1", 40) / x)
     with pytest.raises(TypeError):
         stock(expr, x=t)
     out = compile_one(expr, (x,))(t)
@@ -220,12 +221,15 @@ UNARY = [
     lambda u: cfunctions.log1p(u**2), lambda u: sp.sqrt(1 + u**2), lambda u: sp.exp(-u**2),
     lambda u: cfunctions.expm1(sp.tanh(u)), lambda u: u**2, lambda u: u**3,
     lambda u: 1 / (2 + sp.cos(u)), lambda u: sp.log(2 + sp.sin(u)),
+    lambda u: (2 + sp.sin(u)) ** sp.Rational(-1, 2), lambda u: (2 + sp.cos(u)) ** sp.Rational(-3, 2),
+    lambda u: cfunctions.hypot(u, 2), lambda u: sp.atan2(u, 1 + u**2),
 ]
 BINARY = [
     lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, sp.Max, sp.Min,
     lambda a, b: a / (2 + sp.sin(b)), lambda a, b: sp.Piecewise((a, b > 0), (b, True)),
+    lambda a, b: (2 + sp.sin(a)) ** sp.cos(b),
 ]
-LEAVES = [x, y, x, y, sp.Rational(1, 3), sp.Integer(2), sp.pi / 4, sp.Float(0.3)]
+LEAVES = [x, y, x, y, sp.Rational(1, 3), sp.Integer(2), sp.pi / 4, sp.Float(0.3), sp.E]
 expressions = st.recursive(
     st.sampled_from(LEAVES),
     lambda inner: st.one_of(
@@ -312,7 +316,8 @@ def test_matrix_nodes_against_direct_torch():
     expr = (sp.HadamardProduct(B, C) + sp.Trace(B) * lam * B.T + sp.Inverse(C)
             + sp.DiagMatrix(v) + sp.HadamardPower(B, 2) + B.applyfunc(sp.exp)
             + B.applyfunc(sp.Lambda(x, x**2 + lam * x)) + v * v.T - 2 * sp.Determinant(C) * C
-            + sp.DiagonalMatrix(B) + sp.DiagonalOf(C) * v.T + sp.ZeroMatrix(d, d))
+            + sp.DiagonalMatrix(B) + sp.DiagonalOf(C) * v.T + sp.ZeroMatrix(d, d)
+            + (B + C).applyfunc(sp.Lambda(x, x * sp.exp(-x))))
     f = compile_one(expr, (B, C, v, lam))
     g = torch.Generator().manual_seed(4)
     b = torch.randn(2, 3, 3, generator=g, dtype=torch.float64)
@@ -323,7 +328,8 @@ def test_matrix_nodes_against_direct_torch():
     tr = b.diagonal(dim1=-2, dim2=-1).sum(-1)[:, None, None]
     ref = (b * c + tr * L4 * b.mT + torch.linalg.inv(c) + torch.diag_embed(vv[..., 0]) + b**2
            + b.exp() + b**2 + L4 * b + vv @ vv.mT - 2 * torch.linalg.det(c) * c
-           + torch.diag_embed(b.diagonal(dim1=-2, dim2=-1)) + c.diagonal()[:, None] @ vv.mT)
+           + torch.diag_embed(b.diagonal(dim1=-2, dim2=-1)) + c.diagonal()[:, None] @ vv.mT
+           + (b + c) * torch.exp(-(b + c)))
     torch.testing.assert_close(f(b, c, vv, la), ref)
     # (B*C)[1, 2] would become a Sum over a symbolic index: keep the element unevaluated
     element = compile_one(B[0, 1] * lam + MatrixElement(B * C, 1, 2) + MatrixElement(B + C, 0, 0),

@@ -149,7 +149,7 @@ def _cse(fn: GenFunction, taken: set, dims: dict):
     # repeat its matrix argument: listing the argument as an extra expression makes
     # CSE name it.
     repeated = [e.expr for e in fn.expr.atoms(ElementwiseApplyFunction)
-                if not isinstance(e.expr, sympy.MatrixSymbol)
+                if not isinstance(e.expr, sympy.MatrixSymbol) and isinstance(e.function, Lambda)
                 and e.function.expr.count(e.function.variables[0]) > 1]
     replacements, (reduced, *_) = sympy.cse([fn.expr, *repeated], symbols=_temporaries(taken),
                                             ignore=bound)
