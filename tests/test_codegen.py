@@ -213,6 +213,10 @@ def test_symbolic_identity_dimension():
     with pytest.raises(NameError):
         stock(sp.Identity(d) + B, B=b)
     torch.testing.assert_close(compile_one(sp.Identity(d) + B, (B,))(b), b + torch.eye(4).double())
+    scaled = compile_one(sp.Trace(B) / sp.sqrt(d) + sp.Max(x, 1 / d) + x**d, (B, x))
+    xs = torch.tensor([0.1, 0.5], dtype=torch.float64)
+    torch.testing.assert_close(scaled(b, xs), b.diagonal(dim1=-2, dim2=-1).sum(-1) / 2
+                               + torch.clamp(xs, min=0.25) + xs**4)
 
 
 # -- random expressions: torch vs numpy lambdify vs evalf, gradients, torch.func --------

@@ -4,7 +4,7 @@ Value model of the printed code (every node has one of three kinds):
 
 * *constant*: no argument in it (numbers, and symbolic dimensions, which are
   Python ints read from argument shapes).  Printed as a Python expression
-  (``2``, ``(1/3)``, ``math.sqrt(2)``, ``d``); Python scalars never change a
+  (``2``, ``1/3``, ``math.sqrt(2)``, ``math.sqrt(d)``); Python scalars never change a
   tensor's dtype.  Where torch insists on a tensor, the printer asks for a
   0-dim tensor constant (``_c0``) created once in the function prologue with
   the dtype/device of the reference argument.
@@ -33,7 +33,6 @@ from sympy.matrices.expressions import (
     Transpose,
     ZeroMatrix,
 )
-from sympy.matrices.expressions.matexpr import MatrixElement
 from sympy.printing.precedence import PRECEDENCE, precedence
 from sympy.printing.pycode import PythonCodePrinter
 from sympy.printing.pytorch import TorchPrinter as SymPyTorchPrinter
@@ -48,7 +47,7 @@ _ATOMIC_MATRICES = (
     DiagMatrix, DiagonalOf, DiagonalMatrix, KroneckerProduct, sympy.MatrixBase,
 )
 
-_RELATIONS = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_RELATIONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
 
 
 def is_constant(expr, dims=()) -> bool:
@@ -130,8 +129,14 @@ class TorchPrinter(SymPyTorchPrinter):
 
     def _print_constant(self, expr) -> str:
         """A Python expression for a constant: literal, ``math`` call or dimension."""
-        if expr.free_symbols:  # arithmetic on dimensions: ints at run time
-            return super()._print(expr)
+        if expr.free_symbols:  # arithmetic on dimensions (Python ints at run time)
+            self.used_dims |= expr.free_symbols
+            try:
+                return self._math.doprint(expr)
+            except Exception as err:
+                raise CodegenError(
+                    f"no Python spelling for {expr} in function {self._function!r}"
+                ) from err
         if expr.is_Integer:
             return str(int(expr))
         if expr.is_Rational:
@@ -267,11 +272,11 @@ class TorchPrinter(SymPyTorchPrinter):
         return text
 
     def _print_Relational(self, expr):
-        op = _RELATIONS.get(expr.rel_op)
-        if op is None:
+        if expr.rel_op not in _RELATIONS:
             return self._print_not_supported(expr)
         level = PRECEDENCE["Relational"]
-        return f"{self.parenthesize(expr.lhs, level)} {op} {self.parenthesize(expr.rhs, level)}"
+        lhs, rhs = self.parenthesize(expr.lhs, level), self.parenthesize(expr.rhs, level)
+        return f"{lhs} {expr.rel_op} {rhs}"
 
     def _print_boolean_fold(self, expr, fn):
         text = self._print(expr.args[0])
