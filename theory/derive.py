@@ -75,13 +75,23 @@ def _display(path: Path) -> str:
 
 
 # -- discovery and source hashing ---------------------------------------------------
-def discover_families() -> dict[str, types.ModuleType]:
-    """Every ``theory/<name>.py`` that defines ``FAMILY`` and ``generated_functions()``."""
+def discover_families(errors: dict | None = None) -> dict[str, types.ModuleType]:
+    """Every ``theory/<name>.py`` that defines ``FAMILY`` and ``generated_functions()``.
+
+    A module that fails to import raises, unless ``errors`` is given: then its
+    exception is stored there under the module name and discovery goes on.
+    """
     families = {}
     for info in pkgutil.iter_modules(theory.__path__):
         if info.ispkg or info.name.startswith("_") or info.name in _NOT_FAMILIES:
             continue
-        module = importlib.import_module(f"theory.{info.name}")
+        try:
+            module = importlib.import_module(f"theory.{info.name}")
+        except Exception as err:
+            if errors is None:
+                raise
+            errors[info.name] = err
+            continue
         if not (hasattr(module, "FAMILY") and callable(getattr(module, "generated_functions", None))):
             continue
         if module.FAMILY != info.name:
@@ -153,18 +163,20 @@ def _write_cache(path: Path, source: str, text: str) -> None:
 
 
 # -- the driver -------------------------------------------------------------------
-def _select(families) -> tuple[dict[str, types.ModuleType], bool]:
-    """(family -> module, whether the selection is every family)."""
+def _select(families, errors: dict) -> tuple[dict[str, types.ModuleType], bool]:
+    """(family -> module, whether the selection is every family); import errors -> errors."""
     if families is None:
-        return discover_families(), True
+        return discover_families(errors), True
     if isinstance(families, Mapping):
         return dict(families), False
-    everything = discover_families()
+    found: dict = {}
+    everything = discover_families(found)
     names = [families] if isinstance(families, str) else list(families)
-    missing = [n for n in names if n not in everything]
+    errors.update((n, err) for n, err in found.items() if n in names)
+    missing = [n for n in names if n not in everything and n not in errors]
     if missing:
         raise CodegenError(f"unknown families {missing}; known: {sorted(everything)}")
-    return {n: everything[n] for n in names}, False
+    return {n: everything[n] for n in names if n in everything}, False
 
 
 def _first_difference(old: str, new: str) -> int:
@@ -183,9 +195,13 @@ def derive(families=None, check: bool = False, out_dir: Path = OUT_DIR,
     ``check=True`` writes nothing and reports every generated file that is
     missing, differs from what derivation produces now, or is an orphan.
     """
-    selected, everything = _select(families)
+    import_errors: dict = {}
+    selected, everything = _select(families, import_errors)
     out_dir, cache_dir = Path(out_dir), Path(cache_dir)
     report = DeriveReport(check=check)
+    for name, err in import_errors.items():
+        report.drifted.append((out_dir / f"{name}.py",
+                               f"theory/{name}.py failed to import: {type(err).__name__}: {err}"))
     bar = tqdm(selected.items(), desc="derive", unit="family",
                disable=not (progress and sys.stderr.isatty()))
     for family, module in bar:
@@ -200,7 +216,7 @@ def derive(families=None, check: bool = False, out_dir: Path = OUT_DIR,
             _compare_or_write(target, text, check, report)
         report.seconds[family] = time.perf_counter() - start
     if everything:
-        report.drifted += _orphans(out_dir, selected)
+        report.drifted += _orphans(out_dir, {**selected, **import_errors})
     return report
 
 
