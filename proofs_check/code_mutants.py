@@ -146,6 +146,7 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
         counts[s] = counts.get(s, 0) + 1
     return {"tool": "mutmut", "version": mutmut.__version__, "paths": paths, "tests": tests, "total": len(statuses),
             "killed": killed, "score": killed / len(statuses), "survivors": survivors, "statuses": counts,
+            "sampled": sorted(statuses, key=_natural) if names else None,
             "seconds": time.perf_counter() - start}
 
 

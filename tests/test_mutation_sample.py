@@ -1,0 +1,59 @@
+"""CI's fixed sample of mutants: a weakened check or test shows up at landing.
+
+Three theory mutants (a wrong derivation regenerated into a scratch module, the claim's
+ledger check run against it) and six code mutants (mutmut over two generated modules,
+the generated-code tests of one of them run against each) are killed or, in the
+control module no selected test reaches, reported as survivors.  The full runs are
+`fastslow mutate` (theory) and `fastslow mutate --code-only` (code).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from proofs_check.code_mutants import run_code_mutants
+from proofs_check.mutants import catalogue, run_one
+
+THEORY_SAMPLE = ("pst-from-Q", "posterior-block-sum", "G-sign-flip")
+CODE_FILE = "numerics/generated/visibility.py"
+CONTROL_FILE = "numerics/generated/coarse_graining.py"
+CODE_TESTS = tuple(f"tests/test_code_mutants_kills.py::{test}[visibility-{fn}]"
+                   for test in ("test_generated_function_evaluates_its_derivation",
+                                "test_generated_function_keeps_dtype_and_device")
+                   for fn in ("first_order_response", "gate_sensitivity", "injection_pattern"))
+
+
+def test_theory_sample_is_killed_by_the_ledger_checks():
+    assert set(THEORY_SAMPLE) <= set(catalogue())
+    # Each mutant runs in its own interpreter; two at a time use the two cores.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda name: run_one(name, run_tests=False), THEORY_SAMPLE))
+    survivors = [r["name"] for r in results if r["killed_by"] is None]
+    assert not survivors, f"theory mutants survived their claim's check: {survivors}"
+    crashed = [r["name"] for r in results if r["killed_by"].startswith("installing or checking crashed")]
+    assert not crashed, f"a crash is not a kill: {crashed}"
+
+
+def test_code_sample_is_killed_by_the_generated_code_tests():
+    """Six mutants spread over two generated modules, tested with visibility's tests only: the
+    three in visibility.py are killed; the three in coarse_graining.py (negative control: no
+    selected test reaches them) survive and are reported with their file and line."""
+    code = run_code_mutants([CONTROL_FILE, CODE_FILE], CODE_TESTS, workers=2, limit=6)
+    by_file = {}
+    for name in code["sampled"]:
+        by_file.setdefault(name.split(".")[2], []).append(name)
+    assert code["total"] == 6 and sorted(by_file) == ["coarse_graining", "visibility"]
+    survivors = {s["mutant"]: s for s in code["survivors"]}
+    assert not set(by_file["visibility"]) & set(survivors), "a visibility.py mutant survived its tests"
+    assert set(by_file["coarse_graining"]) <= set(survivors), "the control: untested mutants must survive"
+    assert code["killed"] == len(by_file["visibility"]) >= 2
+    assert all(survivors[n]["file"] == CONTROL_FILE and survivors[n]["line"] for n in by_file["coarse_graining"])
+
+
+def test_bad_arguments_name_the_parameter():
+    with pytest.raises(ValueError, match="paths"):
+        run_code_mutants(["theory/stability.py"], CODE_TESTS)
+    with pytest.raises(ValueError, match="limit"):
+        run_code_mutants([CODE_FILE], CODE_TESTS, limit=0)
