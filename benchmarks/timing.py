@@ -7,8 +7,10 @@ the same process, in the same run.
 
 Peak memory is measured in a fresh subprocess per case, so that neither the allocator
 caches nor the peaks of earlier cases leak into the number: the child builds its inputs,
-records its peak RSS so far (the *baseline*: interpreter, torch, the stack), runs the
-case once and records the peak again.  On CUDA it also records
+resets the kernel's RSS high-water mark (/proc/self/clear_refs), records its current RSS
+(the *baseline*: interpreter, torch, the stack), runs the case once and reads the
+high-water mark (VmHWM).  Off Linux it falls back to ru_maxrss, which may include an
+import-time peak.  On CUDA it also records
 ``torch.cuda.max_memory_allocated`` for the case alone.
 """
 
@@ -67,6 +69,26 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _status_mb(field: str) -> float | None:
+    """VmRSS / VmHWM from /proc/self/status in MiB, or None off Linux."""
+    try:
+        with open("/proc/self/status") as fh:
+            line = next(ln for ln in fh if ln.startswith(field + ":"))
+        return int(line.split()[1]) / 1024.0
+    except (OSError, StopIteration):
+        return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's RSS high-water mark (Linux ≥ 4.0: write 5 to clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
 def measure_memory(target: str, kwargs: dict, *, device: str, timeout: float = 600.0) -> dict:
     """Peak memory of one case, run in a fresh Python subprocess.
 
@@ -98,13 +120,17 @@ def _child(payload: str) -> None:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         cuda_before = torch.cuda.memory_allocated(device)
-    baseline = _peak_rss_mb()
+    # The process's lifetime peak (ru_maxrss) is often set while importing, above what the case
+    # needs; so reset the high-water mark and read it after the case where Linux allows.
+    exact = _reset_peak_rss() and _status_mb("VmHWM") is not None
+    baseline = _status_mb("VmRSS") if exact else _peak_rss_mb()
     case()
     synchronize(device)
-    peak = _peak_rss_mb()
+    peak = _status_mb("VmHWM") if exact else _peak_rss_mb()
     cuda_peak = (torch.cuda.max_memory_allocated(device) - cuda_before) / 2**20 if on_cuda else None
     print(_RESULT_TAG + json.dumps({"peak_rss_mb": peak, "baseline_rss_mb": baseline,
-                                    "increment_mb": peak - baseline, "cuda_peak_mb": cuda_peak}))
+                                    "increment_mb": peak - baseline, "cuda_peak_mb": cuda_peak,
+                                    "process_peak_rss_mb": _peak_rss_mb(), "high_water_reset": exact}))
 
 
 if __name__ == "__main__":
