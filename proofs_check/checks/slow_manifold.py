@@ -152,7 +152,8 @@ def check_6_2(ctx) -> ClaimResult:
 @claim("6.3", title="Cost: the slow path's scores cost P² less, its projections P less", family="slow_manifold",
        statement="Per layer, slow attention over T/P block tokens costs P² less in scores and mixing and "
                  "P less in projections than fast attention over T tokens.",
-       assumptions=["matmul FLOPs, 2·m·k·n per product (FlopCounterMode's convention); elementwise work not counted"],
+       assumptions=["matmul FLOPs, 2·m·k·n per product (FlopCounterMode's convention); elementwise work not counted",
+                    "d ≥ 2 (at d = 1 torch runs the projections as elementwise products, uncounted: 8T less)"],
        generated=[f"numerics.generated.slow_manifold.flops_{k}" for k in
                   ("fast_attention", "slow_attention", "fast_scores_mixing", "slow_scores_mixing",
                    "fast_projections", "slow_projections", "ratio_attention")],
