@@ -88,16 +88,42 @@ def _statuses(root: Path) -> dict[str, str]:
     return statuses
 
 
-def _survivor(root: Path, name: str, status: str) -> dict:
-    """{mutant, status, file, line, diff}: the mutated line located in the original file."""
-    diff = _mutmut(root, "show", name).stdout.split("\n", 1)[-1].strip()
+_DIFF_SCRIPT = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.utils.file_utils import walk_mutatable_files
+wanted = set(json.loads(sys.argv[1]))
+out = {}
+for path in walk_mutatable_files():
+    data = SourceFileMutationData(path=path)
+    data.load()
+    for key in data.exit_code_by_key:
+        if key in wanted:
+            out[key] = get_diff_for_mutant(key, path=path)
+print(json.dumps(out))
+"""
+
+
+def _diffs(root: Path, names: list[str]) -> dict[str, str]:
+    """mutmut's unified diff of each mutant, read in one interpreter."""
+    if not names:
+        return {}
+    env = os.environ | {"PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT, json.dumps(names)], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _survivor(root: Path, name: str, status: str, diff: str) -> dict:
+    """{mutant, status, file, line, mutation, diff}: the mutated line located in the original file."""
     file = next((ln[4:].strip() for ln in diff.splitlines() if ln.startswith("--- ")), "")
     removed = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     added = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     line = None
     if file and removed:
         source = (root / file).read_text().splitlines()
-        function = name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1].removeprefix("x_").split("ǁ")[-1]
+        function = name.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[-1].removeprefix("x").split("ǁ")[-1].lstrip("_")
         start = next((i for i, ln in enumerate(source) if re.match(rf"\s*def {re.escape(function)}\(", ln)), 0)
         line = next((i + 1 for i in range(start, len(source)) if source[i] == removed[0]), None)
     return {"mutant": name, "status": status, "file": file, "line": line,
@@ -137,8 +163,9 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
             raise RuntimeError(f"mutmut checked no mutant (exit {proc.returncode}):\n"
                                f"{_plain(proc.stdout)[-3000:]}\n{proc.stderr[-2000:]}")
         killed = sum(s in DETECTED for s in statuses.values())
-        survivors = [_survivor(root, n, s) for n, s in sorted(statuses.items(), key=lambda kv: _natural(kv[0]))
-                     if s not in DETECTED]
+        alive = sorted((n for n, s in statuses.items() if s not in DETECTED), key=_natural)
+        diffs = _diffs(root, alive)
+        survivors = [_survivor(root, n, statuses[n], diffs.get(n, "")) for n in alive]
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)

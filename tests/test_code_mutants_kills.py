@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import importlib
 import pkgutil
 
@@ -114,12 +115,15 @@ def foreign_defaults():
 
 @pytest.mark.parametrize("family,name", CASES)
 def test_generated_function_keeps_dtype_and_device(family, name):
-    """float32 CPU tensors in, float32 CPU values out while the defaults are float64 on meta:
-    a tensor made on the default device has no data and one in the default dtype changes
-    the result's dtype, so a dropped ``dtype=``/``device=`` shows."""
+    """float32 CPU tensors with batch (1, 1, 5) in, float32 CPU values out while the defaults are
+    float64 on meta: a tensor made on the default device has no data and one in the default
+    dtype changes the result's dtype, so a dropped ``dtype=``/``device=`` shows; with three
+    batch axes an axis counted from the front (``shape[2]``, ``stack(…, 1)``) is not the one
+    counted from the back."""
     generated = getattr(importlib.import_module(f"numerics.generated.{family}"), name)
     inputs, reference = _case(family, name)
-    inputs = [x.float() for x in inputs]
+    inputs = [x.float().reshape(1, 1, *x.shape) for x in inputs]  # batch (1, 1, 5): axes counted from the end
+    reference = reference.reshape(1, 1, *reference.shape)
     with foreign_defaults():
         out = generated(*inputs)
     assert (out.device.type, out.dtype, tuple(out.shape)) == ("cpu", torch.float32, reference.shape)
@@ -134,3 +138,71 @@ def test_a_wrong_formula_is_caught():
     a, k, h, g = inputs
     wrong = torch.log(a + g * k)  # a dropped h: the right one is log(a + g h k)
     assert np.abs(wrong.numpy() - reference).max() > 1e-2
+
+
+# -- numerics/kernels.py: the pooling, lift, shift and frozen-kernel matrices by their definitions --
+def test_pool_lift_and_shift_matrices():
+    """Π = I_n ⊗ 1ᵀ/P, Π⁺ = I_n ⊗ 1, ΠΠ⁺ = I_n, one-block shift S e_b = e_{b+1} (block 0 gets 0)."""
+    from numerics import kernels as K
+
+    T, P, n = 6, 2, 3
+    Pi, lift = K.pool_matrix(T, P), K.lift_matrix(T, P)
+    for t in range(T):
+        for b in range(n):
+            assert Pi[b, t] == (1 / P if t // P == b else 0) and lift[t, b] == (1 if t // P == b else 0)
+    assert Pi.dtype == lift.dtype == torch.float64 and K.pool_matrix(T, P, dtype=torch.float32).dtype == torch.float32
+    assert K.lift_matrix(T, P, dtype=torch.float32).dtype == torch.float32
+    assert torch.equal(Pi @ lift, torch.eye(n, dtype=torch.float64))
+    S = K.block_shift_matrix(n)
+    assert torch.equal(S, torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=torch.float64))
+    assert torch.equal(K.block_shift_matrix(1), torch.zeros(1, 1, dtype=torch.float64))
+    assert K.block_shift_matrix(2, dtype=torch.float32).dtype == torch.float32
+    assert K.block_shift_matrix(1, dtype=torch.float32).dtype == torch.float32
+    with pytest.raises(ValueError, match="P=4"):
+        K.pool_matrix(6, 4)
+    with pytest.raises(ValueError, match="P=0"):
+        K.lift_matrix(6, 0)
+
+
+@pytest.mark.parametrize("kernel,expected_w", [("causal", [1.0, 0, 0, 0]), ("full", [0.25] * 4)])
+def test_frozen_kernels_and_their_persistent_left_vector(kernel, expected_w):
+    """A = softmax(mask): causal rows 1/(i+1) on j ≤ i, full 1/T; wᵀA = wᵀ, wᵀ1 = 1 (e₁ resp. 1/T)."""
+    from numerics import kernels as K
+
+    A = K.frozen_kernels(4, 2, kernel)
+    i = torch.arange(4, dtype=torch.float64)
+    allowed = (i[None, :] <= i[:, None]) if kernel == "causal" else torch.ones(4, 4, dtype=torch.bool)
+    expected = allowed.double() / allowed.sum(-1, keepdim=True)
+    assert A.shape == (2, 4, 4) and torch.allclose(A, expected.expand(2, 4, 4), atol=1e-15)
+    assert K.frozen_kernels(4, 1, kernel, dtype=torch.float32).dtype == torch.float32
+    w = K.persistent_left_vector(A[0])
+    # least squares on an exactly consistent system: float64 rounding × cond(M) ≈ 10 → 1e-12.
+    assert torch.allclose(w, torch.tensor(expected_w, dtype=torch.float64), atol=1e-12)
+    block = K.frozen_kernels(4, 1, "block", block_size=2)[0]
+    assert torch.allclose(block[1], torch.tensor([0.5, 0.5, 0, 0], dtype=torch.float64), atol=1e-15)
+    assert torch.allclose(block[2], torch.full((4,), 0.25, dtype=torch.float64), atol=1e-15)
+
+
+def test_alibi_bias_and_slopes():
+    """ALiBi (Press et al.): slopes m_h = 2^(−8(h+1)/H); bias −m_h (i − j) on j ≤ i, −inf above."""
+    from numerics import kernels as K
+
+    assert K.alibi_slopes(2) == [2.0 ** -4, 2.0 ** -8]
+    assert K.alibi_slopes(4) == [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8]
+    bias = K.score_bias(3, 2, "alibi")
+    assert bias[1, 2, 0] == -2 * 2.0 ** -8 and bias[0, 1, 0] == -(2.0 ** -4) and bias[0, 1, 1] == 0
+    assert bias[0, 0, 1] == -math.inf and bias.dtype == torch.float64
+
+
+def test_kernel_errors_name_the_parameter():
+    from numerics import kernels as K
+
+    with pytest.raises(ValueError, match=r"^kernel='block' needs block_size \(or P\) to define its blocks$"):
+        K.allowed_mask(4, "block")
+    with pytest.raises(ValueError, match=r"^block_size=3 must|^T=4 is not divisible by block_size=3"):
+        K.allowed_mask(4, "block", block_size=3)
+    with pytest.raises(ValueError, match=r"^P=1\.5 must be a positive integer$"):
+        K.check_divisible(4, 1.5)
+    with pytest.raises(ValueError, match=r"^slow_kernel='alibi' is not one of causal, full$"):
+        K.check_kernel("alibi", name="slow_kernel", allowed=K.SLOW_KERNELS)
+    assert K.check_divisible(4, 1) is None and K.allowed_mask(3, "full").shape == (3, 3)

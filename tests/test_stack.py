@@ -223,3 +223,18 @@ def test_wrong_input_shape_is_reported():
     stack = random_stack(6, 8, 2, 2, "causal")
     with pytest.raises(ValueError, match=r"T=6, d=8"):
         stack(torch.zeros(5, 8, dtype=F64))
+
+
+def test_reference_trajectory_with_decay_and_one_head():
+    """x̄' = (1 − hα)x̄ + h LN₁(x̄)W_VO + …: the token-wise reference equals the stack on 1x̄ᵀ with α > 0
+    (a sign error in the decay moves it by 2hα|x̄| ≈ 0.3); one head gives its frozen kernel."""
+    stack = random_stack(4, 4, 3, 1, "causal", decay=0.9, seed=2)
+    xbar = torch.linspace(-1, 1, 4, dtype=F64)
+    traj = stack.trajectory(xbar.expand(4, 4).clone())
+    ref = stack.reference_trajectory(xbar)
+    # one layer is O(10) float64 operations per entry: 1e-12 as in the module docstring.
+    assert torch.allclose(traj[:, 0, :], ref, atol=1e-12) and ref.shape == (4, 4)
+    assert torch.allclose(stack.frozen_kernel(), torch.tril(torch.ones(4, 4, dtype=F64))
+                          / torch.arange(1, 5, dtype=F64)[:, None], atol=1e-15)
+    with pytest.raises(ValueError, match=r"^xbar has last dimension 3, expected d=4$"):
+        stack.reference_trajectory(torch.zeros(3, dtype=F64))
