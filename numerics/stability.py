@@ -445,29 +445,17 @@ def _fast_maps_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
 
 
 def _factorisation_coefficients(stack, xs: torch.Tensor):
-    """(G_ℓ(0), G_ℓ(1) − G_ℓ(0), C_ℓ), each (L, d, d), from the factorisation family's generated code."""
-    from numerics.generated import factorisation as fgen
-    from numerics.stack import LN_EPS
+    """(G_ℓ(0), G_ℓ(1) − G_ℓ(0), C_ℓ), each (L, d, d), from the factorisation family's generated code.
 
-    cfg = stack.config
-    p0 = next(stack.parameters())
+    ``xs`` is the reference trajectory x̄_0 … x̄_{L−1}; the factorisation numerics rebuild it
+    from x̄_0 with the stack's own token map.
+    """
+    from numerics.factorisation import layer_B_C, layer_blocks
 
-    def col(t):
-        return t.detach()[..., None]
-
-    layers = stack.layers
-    args = (
-        xs[..., None],
-        torch.stack([col(l.ln1.gamma) for l in layers]), torch.stack([col(l.ln1.beta) for l in layers]),
-        torch.stack([l.attn.value_output().detach() for l in layers]),
-        torch.stack([col(l.ln2.gamma) for l in layers]), torch.stack([col(l.ln2.beta) for l in layers]),
-        torch.stack([l.mlp.W1.detach() for l in layers]), torch.stack([col(l.mlp.b1) for l in layers]),
-        torch.stack([l.mlp.W2.detach() for l in layers]),
-        torch.tensor(cfg.h, dtype=p0.dtype, device=p0.device),
-        torch.tensor(cfg.decay, dtype=p0.dtype, device=p0.device),
-        torch.tensor(LN_EPS, dtype=p0.dtype, device=p0.device),
-    )
-    return fgen.G_layer_coefficients_0(*args), fgen.G_layer_coefficients_1(*args), fgen.C_layer(*args)
+    xbar = xs[0].detach()
+    blocks = layer_blocks(stack, xbar, torch.tensor([0.0, 1.0], dtype=xbar.dtype, device=xbar.device))
+    _, C = layer_B_C(stack, xbar)
+    return blocks[0].detach(), (blocks[1] - blocks[0]).detach(), C.detach()
 
 
 #: The autograd route differentiates n·d copies of a T-token layer; above this many scalar
