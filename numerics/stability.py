@@ -560,6 +560,20 @@ class GateCertificate:
                 f"({self.method}, kernel {self.kernel})")
 
 
+def at_zero_gate(stack):
+    """The stack itself when every gate is 0, else a copy with gates 0: the certificate
+    linearises G_ℓ + h g K_ℓ at g = 0, where the token-homogeneous reference exists."""
+    if all(float(layer.gate.detach()) == 0.0 for layer in stack.layers):
+        return stack
+    import copy
+
+    zeroed = copy.deepcopy(stack)
+    with torch.no_grad():
+        for layer in zeroed.layers:
+            layer.gate.zero_()
+    return zeroed
+
+
 def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "auto") -> GateCertificate:
     """Certified stability margin and gate bound of a hierarchical stack (P set).
 
@@ -571,6 +585,7 @@ def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "
     and pre-LN's 1/σ(x̄_ℓ) then grows B_ℓ and C_ℓ, so the margin stays negative.
     """
     cfg = stack.config
+    stack = at_zero_gate(stack) if cfg.P is not None else stack
     resolved = resolve_method(stack) if method == "auto" else method
     G, K = slow_mode_maps(stack, xbar, method=resolved)
     norms = spectral_norm(torch.stack([G, K])).to(torch.float64).cpu()
