@@ -11,9 +11,17 @@ from __future__ import annotations
 import base64
 import html
 import importlib
+from functools import lru_cache
 from pathlib import Path
 
 MAX_LATEX = 1500  # longer derivations are shown by name only; the generated module holds them
+
+
+@lru_cache(maxsize=None)
+def _family_functions(family: str) -> dict:
+    """A theory family's GenFunctions by name (SymPy work done once per report)."""
+    theory = importlib.import_module(f"theory.{family}")
+    return {fn.name: fn for fn in theory.generated_functions()}
 
 
 def derivation_latex(generated: list[str]) -> list[tuple[str, str]]:
@@ -25,8 +33,7 @@ def derivation_latex(generated: list[str]) -> list[tuple[str, str]]:
         module_name, _, fn_name = qualname.rpartition(".")
         family = module_name.rsplit(".", 1)[-1]
         try:
-            theory = importlib.import_module(f"theory.{family}")
-            fns = {fn.name: fn for fn in theory.generated_functions()}
+            fns = _family_functions(family)
         except (ImportError, AttributeError):
             continue
         if fn_name in fns:
