@@ -46,9 +46,13 @@ def postln_mode_block(lam, h, alpha, W, J1, M, J2):
     x0 = torch.eye(d, dtype=lam.dtype, device=lam.device)
     return (
         J2
-        @ (x0 + h[..., None, None] * M)
-        @ J1
-        @ ((h*lam)[..., None, None] * W - (alpha*h - 1)[..., None, None] * x0)
+        @ (
+            (x0 + h[..., None, None] * M)
+            @ (
+                J1
+                @ ((h*lam)[..., None, None] * W - (alpha*h - 1)[..., None, None] * x0)
+            )
+        )
     )
 
 

@@ -57,7 +57,7 @@ def left_factoring_residual(Pi, M, Pi_plus):
     Returns:
         (..., n, T)
     """
-    return Pi @ M - Pi @ M @ Pi_plus @ Pi
+    return Pi @ M - Pi @ (M @ (Pi_plus @ Pi))
 
 
 def coarse_operator(Pi, M, Pi_plus):
@@ -76,7 +76,7 @@ def coarse_operator(Pi, M, Pi_plus):
     Returns:
         (..., n, n)
     """
-    return Pi @ M @ Pi_plus
+    return Pi @ (M @ Pi_plus)
 
 
 def dual_factoring_residual(M, Pi_plus, M_c):
@@ -114,7 +114,7 @@ def two_sided_residual(M, Pi_plus, Pi):
     Returns:
         (..., T, T)
     """
-    return -Pi_plus @ Pi @ M @ Pi_plus @ Pi + M
+    return -Pi_plus @ (Pi @ (M @ (Pi_plus @ Pi))) + M
 
 
 def mode_product_step(G, G_prev):

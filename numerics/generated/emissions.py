@@ -516,7 +516,7 @@ def conditional_gaussian_risk(syy, sxy, Sxx):
         (..., 1, 1)
     """
     return (
-        -sxy.transpose(-1, -2) @ torch.linalg.inv(Sxx) @ sxy
+        -sxy.transpose(-1, -2) @ (torch.linalg.inv(Sxx) @ sxy)
         + torch.stack(torch.broadcast_tensors(syy), -1).unflatten(-1, (1, 1))
     )
 

@@ -44,11 +44,10 @@ def ln_jacobian(z, gamma, eps):
         - 1/d * torch.ones(d, d, dtype=z.dtype, device=z.device)
     )
     x2 = z.transpose(-1, -2)
-    x3 = eps + torch.diagonal(x1 @ z @ x2 @ x1, dim1=-2, dim2=-1).sum(-1)/d
+    x3 = eps + torch.diagonal((x1 @ z) @ (x2 @ x1), dim1=-2, dim2=-1).sum(-1)/d
     return (
         (1/torch.sqrt(x3))[..., None, None]
-        * torch.diag_embed(gamma[..., 0])
-        @ (-(1/(d*x3))[..., None, None] * x1 @ z @ x2 @ x1 + x1)
+        * (gamma * (-(1/(d*x3))[..., None, None] * (x1 @ z) @ (x2 @ x1) + x1))
     )
 
 
@@ -85,9 +84,8 @@ def ubar(x, gamma1, beta1, W_VO, h, alpha, eps):
             @ (
                 beta1
                 + (
-                    (1/torch.sqrt(eps + torch.diagonal(x1 @ x @ x.transpose(-1, -2) @ x1, dim1=-2, dim2=-1).sum(-1)/d))[..., None, None]
-                    * torch.diag_embed(gamma1[..., 0])
-                    @ x1
+                    (1/torch.sqrt(eps + torch.diagonal((x1 @ x) @ (x.transpose(-1, -2) @ x1), dim1=-2, dim2=-1).sum(-1)/d))[..., None, None]
+                    * (gamma1 * x1)
                     @ x
                 )
             )
@@ -119,12 +117,11 @@ def B_layer(x, gamma1, W_VO, eps):
         - 1/d * torch.ones(d, d, dtype=x.dtype, device=x.device)
     )
     x2 = x.transpose(-1, -2)
-    x3 = eps + torch.diagonal(x1 @ x @ x2 @ x1, dim1=-2, dim2=-1).sum(-1)/d
+    x3 = eps + torch.diagonal((x1 @ x) @ (x2 @ x1), dim1=-2, dim2=-1).sum(-1)/d
     return (
         (1/torch.sqrt(x3))[..., None, None]
-        * W_VO.transpose(-1, -2)
-        @ torch.diag_embed(gamma1[..., 0])
-        @ (-(1/(d*x3))[..., None, None] * x1 @ x @ x2 @ x1 + x1)
+        * (W_VO.transpose(-1, -2) * gamma1.transpose(-1, -2))
+        @ (-(1/(d*x3))[..., None, None] * (x1 @ x) @ (x2 @ x1) + x1)
     )
 
 
@@ -158,18 +155,18 @@ def C_layer(u, gamma2, beta2, W1, b1, W2, h, eps):
         - 1/d * torch.ones(d, d, dtype=u.dtype, device=u.device)
     )
     x2 = u.transpose(-1, -2)
-    x3 = eps + torch.diagonal(x1 @ u @ x2 @ x1, dim1=-2, dim2=-1).sum(-1)/d
+    x3 = eps + torch.diagonal((x1 @ u) @ (x2 @ x1), dim1=-2, dim2=-1).sum(-1)/d
     x4 = 1/torch.sqrt(x3)
     x6 = W1.transpose(-1, -2)
     x7 = torch.diag_embed(gamma2[..., 0])
-    x8 = b1 + x6 @ (beta2 + x4[..., None, None] * x7 @ x1 @ u)
+    x8 = b1 + x6 @ (beta2 + x4[..., None, None] * x7 @ (x1 @ u))
     return (
         (h*x4)[..., None, None]
-        * W2.transpose(-1, -2)
-        @ torch.diag_embed(((1/2)*math.sqrt(2)*x8*torch.exp(-1/2*x8**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x8) + 1/2)[..., 0])
-        @ x6
-        @ x7
-        @ (-(1/(d*x3))[..., None, None] * x1 @ u @ x2 @ x1 + x1)
+        * (
+            W2.transpose(-1, -2)
+            * ((1/2)*math.sqrt(2)*x8*torch.exp(-1/2*x8**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x8) + 1/2).transpose(-1, -2)
+        )
+        @ (x6 @ (x7 @ (-(1/(d*x3))[..., None, None] * (x1 @ u) @ (x2 @ x1) + x1)))
     )
 
 
@@ -206,32 +203,34 @@ def G_layer(x, u, gamma1, W_VO, gamma2, beta2, W1, b1, W2, h, alpha, eps, lam):
     x0 = torch.eye(d, dtype=x.dtype, device=x.device)
     x2 = x0 - 1/d * torch.ones(d, d, dtype=x.dtype, device=x.device)
     x3 = u.transpose(-1, -2)
-    x4 = eps + torch.diagonal(x2 @ u @ x3 @ x2, dim1=-2, dim2=-1).sum(-1)/d
+    x4 = eps + torch.diagonal((x2 @ u) @ (x3 @ x2), dim1=-2, dim2=-1).sum(-1)/d
     x5 = 1/torch.sqrt(x4)
     x7 = W1.transpose(-1, -2)
     x8 = torch.diag_embed(gamma2[..., 0])
-    x9 = b1 + x7 @ (beta2 + x5[..., None, None] * x8 @ x2 @ u)
+    x9 = b1 + x7 @ (beta2 + x5[..., None, None] * x8 @ (x2 @ u))
     x10 = x.transpose(-1, -2)
-    x11 = eps + torch.diagonal(x2 @ x @ x10 @ x2, dim1=-2, dim2=-1).sum(-1)/d
+    x11 = eps + torch.diagonal((x2 @ x) @ (x10 @ x2), dim1=-2, dim2=-1).sum(-1)/d
     return (
         (
             x0
             + (
                 (h*x5)[..., None, None]
-                * W2.transpose(-1, -2)
-                @ torch.diag_embed(((1/2)*math.sqrt(2)*x9*torch.exp(-1/2*x9**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x9) + 1/2)[..., 0])
-                @ x7
-                @ x8
-                @ (-(1/(d*x4))[..., None, None] * x2 @ u @ x3 @ x2 + x2)
+                * (
+                    W2.transpose(-1, -2)
+                    * ((1/2)*math.sqrt(2)*x9*torch.exp(-1/2*x9**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x9) + 1/2).transpose(-1, -2)
+                )
+                @ (
+                    x7
+                    @ (x8 @ (-(1/(d*x4))[..., None, None] * (x2 @ u) @ (x3 @ x2) + x2))
+                )
             )
         )
         @ (
             -(alpha*h - 1)[..., None, None] * x0
             + (
                 (h*lam/torch.sqrt(x11))[..., None, None]
-                * W_VO.transpose(-1, -2)
-                @ torch.diag_embed(gamma1[..., 0])
-                @ (-(1/(d*x11))[..., None, None] * x2 @ x @ x10 @ x2 + x2)
+                * (W_VO.transpose(-1, -2) * gamma1.transpose(-1, -2))
+                @ (-(1/(d*x11))[..., None, None] * (x2 @ x) @ (x10 @ x2) + x2)
             )
         )
     )
@@ -270,22 +269,25 @@ def G_layer_coefficient_0(x, u, gamma1, W_VO, gamma2, beta2, W1, b1, W2, h, alph
     x0 = torch.eye(d, dtype=x.dtype, device=x.device)
     x2 = x0 - 1/d * torch.ones(d, d, dtype=x.dtype, device=x.device)
     x3 = u.transpose(-1, -2)
-    x4 = eps + torch.diagonal(x2 @ u @ x3 @ x2, dim1=-2, dim2=-1).sum(-1)/d
+    x4 = eps + torch.diagonal((x2 @ u) @ (x3 @ x2), dim1=-2, dim2=-1).sum(-1)/d
     x5 = 1/torch.sqrt(x4)
     x7 = W1.transpose(-1, -2)
     x8 = torch.diag_embed(gamma2[..., 0])
-    x9 = b1 + x7 @ (beta2 + x5[..., None, None] * x8 @ x2 @ u)
+    x9 = b1 + x7 @ (beta2 + x5[..., None, None] * x8 @ (x2 @ u))
     return (
         (-alpha*h + 1)[..., None, None]
         * (
             x0
             + (
                 (h*x5)[..., None, None]
-                * W2.transpose(-1, -2)
-                @ torch.diag_embed(((1/2)*math.sqrt(2)*x9*torch.exp(-1/2*x9**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x9) + 1/2)[..., 0])
-                @ x7
-                @ x8
-                @ (-(1/(d*x4))[..., None, None] * x2 @ u @ x3 @ x2 + x2)
+                * (
+                    W2.transpose(-1, -2)
+                    * ((1/2)*math.sqrt(2)*x9*torch.exp(-1/2*x9**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x9) + 1/2).transpose(-1, -2)
+                )
+                @ (
+                    x7
+                    @ (x8 @ (-(1/(d*x4))[..., None, None] * (x2 @ u) @ (x3 @ x2) + x2))
+                )
             )
         )
     )
@@ -325,24 +327,24 @@ def G_layer_coefficient_1(x, u, gamma1, W_VO, gamma2, beta2, W1, b1, W2, h, alph
     x1 = torch.eye(d, dtype=x.dtype, device=x.device)
     x3 = x1 - 1/d * torch.ones(d, d, dtype=x.dtype, device=x.device)
     x4 = u.transpose(-1, -2)
-    x5 = eps + torch.diagonal(x3 @ u @ x4 @ x3, dim1=-2, dim2=-1).sum(-1)/d
+    x5 = eps + torch.diagonal((x3 @ u) @ (x4 @ x3), dim1=-2, dim2=-1).sum(-1)/d
     x6 = 1/torch.sqrt(x5)
     x8 = W1.transpose(-1, -2)
     x9 = torch.diag_embed(gamma2[..., 0])
-    x10 = b1 + x8 @ (beta2 + x6[..., None, None] * x9 @ x3 @ u)
+    x10 = b1 + x8 @ (beta2 + x6[..., None, None] * x9 @ (x3 @ u))
     x11 = (
         x1
         + (
             (h*x6)[..., None, None]
-            * W2.transpose(-1, -2)
-            @ torch.diag_embed(((1/2)*math.sqrt(2)*x10*torch.exp(-1/2*x10**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x10) + 1/2)[..., 0])
-            @ x8
-            @ x9
-            @ (-(1/(d*x5))[..., None, None] * x3 @ u @ x4 @ x3 + x3)
+            * (
+                W2.transpose(-1, -2)
+                * ((1/2)*math.sqrt(2)*x10*torch.exp(-1/2*x10**2)/math.sqrt(math.pi) + (1/2)*torch.erf((1/2)*math.sqrt(2)*x10) + 1/2).transpose(-1, -2)
+            )
+            @ (x8 @ (x9 @ (-(1/(d*x5))[..., None, None] * (x3 @ u) @ (x4 @ x3) + x3)))
         )
     )
     x12 = x.transpose(-1, -2)
-    x13 = eps + torch.diagonal(x3 @ x @ x12 @ x3, dim1=-2, dim2=-1).sum(-1)/d
+    x13 = eps + torch.diagonal((x3 @ x) @ (x12 @ x3), dim1=-2, dim2=-1).sum(-1)/d
     return (
         x0[..., None, None] * x11
         + (
@@ -351,9 +353,8 @@ def G_layer_coefficient_1(x, u, gamma1, W_VO, gamma2, beta2, W1, b1, W2, h, alph
                 -x0[..., None, None] * x1
                 + (
                     (h/torch.sqrt(x13))[..., None, None]
-                    * W_VO.transpose(-1, -2)
-                    @ torch.diag_embed(gamma1[..., 0])
-                    @ (-(1/(d*x13))[..., None, None] * x3 @ x @ x12 @ x3 + x3)
+                    * (W_VO.transpose(-1, -2) * gamma1.transpose(-1, -2))
+                    @ (-(1/(d*x13))[..., None, None] * (x3 @ x) @ (x12 @ x3) + x3)
                 )
             )
         )

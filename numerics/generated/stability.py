@@ -191,7 +191,7 @@ def compressed_kernel(Pi, A, Lift):
     Returns:
         (..., nb, nb)
     """
-    return Pi @ A @ Lift
+    return Pi @ (A @ Lift)
 
 
 def slow_mode_fast_map(A_c, G0, G1):

@@ -34,7 +34,7 @@ def first_order_response(G1, p, w):
     Returns:
         (..., d, 1)
     """
-    return G1 @ p.transpose(-1, -2) @ w
+    return G1 @ (p.transpose(-1, -2) @ w)
 
 
 def gate_sensitivity(h, G1, W_slow, z, w, s):
@@ -57,7 +57,11 @@ def gate_sensitivity(h, G1, W_slow, z, w, s):
     Returns:
         (..., d, 1)
     """
-    return h[..., None, None] * G1 @ W_slow.transpose(-1, -2) @ z @ w.transpose(-1, -2) @ s
+    return (
+        h[..., None, None]
+        * G1
+        @ (W_slow.transpose(-1, -2) @ (z @ (w.transpose(-1, -2) @ s)))
+    )
 
 
 def injection_pattern(Pi_plus, S):
@@ -76,7 +80,7 @@ def injection_pattern(Pi_plus, S):
         (..., T, 1)
     """
     n = Pi_plus.shape[-1]
-    return Pi_plus @ S @ torch.ones(n, 1, dtype=Pi_plus.dtype, device=Pi_plus.device)
+    return Pi_plus @ (S @ torch.ones(n, 1, dtype=Pi_plus.dtype, device=Pi_plus.device))
 
 
 __sympy_source__ = {

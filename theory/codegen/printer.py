@@ -295,12 +295,62 @@ class TorchPrinter(SymPyTorchPrinter):
 
     # -- matrix expressions ---------------------------------------------------
     def _matmul(self, coeff, matrices) -> str:
-        product = " @ ".join(self._operand(m) for m in matrices)
+        product = self._product(matrices)
         if coeff == S.One:
             return product
         if coeff == S.NegativeOne:
             return f"-{product}"
         return f"{self._scalar_as_matrix(coeff)} * {product}"
+
+    def _product(self, matrices) -> str:
+        """A matrix product: diag(v) factors become broadcasts, never dense diag_embed matrices
+        (diag(v) M = v * M, M diag(v) = M * vᵀ), and the chain is parenthesised by the
+        matrix-chain rule at representative sizes (every symbolic dimension 64, so rank-one
+        factors such as u uᵀ are applied to vectors first, not multiplied out)."""
+        factors, row_scale = [], None  # factors: (text, (rows, cols))
+        for m in matrices:
+            if isinstance(m, DiagMatrix) and m.args[0].shape[1] == 1:
+                v = self._operand(m.args[0])
+                if factors:
+                    text, shape = factors[-1]
+                    factors[-1] = (f"({text} * {v}.transpose(-1, -2))", shape)
+                else:
+                    row_scale = v if row_scale is None else f"({row_scale} * {v})"
+                continue
+            text = self._operand(m)
+            if row_scale is not None:
+                text, row_scale = f"({row_scale} * {text})", None
+            factors.append((text, m.shape))
+        if not factors:
+            return f"torch.diag_embed({row_scale}[..., 0])"
+        dims = [self._size(shape[0]) for _, shape in factors] + [self._size(factors[-1][1][1])]
+        return self._chain([text for text, _ in factors], dims)
+
+    @staticmethod
+    def _size(dim) -> int:
+        dim = sympy.sympify(dim)
+        return int(dim) if dim.is_Integer else 64
+
+    @staticmethod
+    def _chain(texts, dims) -> str:
+        """Cheapest parenthesisation of texts[0] @ ... @ texts[-1] with sizes dims (classic DP)."""
+        n = len(texts)
+        cost = [[0] * n for _ in range(n)]
+        split = [[0] * n for _ in range(n)]
+        for length in range(2, n + 1):
+            for i in range(n - length + 1):
+                j = i + length - 1
+                cost[i][j], split[i][j] = min(
+                    (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k) for k in range(i, j))
+
+        def build(i, j, outer):
+            if i == j:
+                return texts[i]
+            k = split[i][j]
+            text = f"{build(i, k, False)} @ {build(k + 1, j, False)}"
+            return text if outer else f"({text})"
+
+        return build(0, n - 1, True)
 
     @staticmethod
     def _split_matmul(expr):
