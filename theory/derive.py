@@ -227,6 +227,10 @@ def _module_text(family, module, cache_dir: Path, check: bool, report: DeriveRep
     if text is not None:
         report.cached.append(family)
         return text
+    # SymPy's global cache can hand back an equal expression built by an earlier family in a
+    # different (equally valid) form; clearing it makes each family's text independent of
+    # which families were derived before it in the same process.
+    sympy.core.cache.clear_cache()
     text = render_module(family, module.__name__, list(module.generated_functions()))
     if not check:
         _write_cache(cache_path, source, text)
