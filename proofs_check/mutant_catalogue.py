@@ -23,9 +23,10 @@ def mutants(Mutant) -> list:
                f"theory.{cg}:left_factoring_residual_expr",
                lambda orig: (lambda op=None: (lambda m, o: m.Pi_plus.T * o - m.Pi_plus.T * o * m.Pi_plus * m.Pi)(
                    _mod(cg), _mod(cg).M if op is None else op))),
-        Mutant("coarse-operator-transposed", "3.2", "J_c = Π⁺ᵀ M Πᵀ (lift and pool swapped)",
+        # (Π⁺ᵀ M Πᵀ would be equivalent: Π⁺ᵀ = PΠ and Πᵀ = Π⁺/P.)
+        Mutant("coarse-operator-unnormalised", "3.2", "J_c = Π⁺ᵀ M Π⁺: pooling by block sums, not block means",
                f"theory.{cg}:coarse_operator_expr",
-               lambda orig: (lambda op=None: (lambda m, o: m.Pi_plus.T * o * m.Pi.T)(
+               lambda orig: (lambda op=None: (lambda m, o: m.Pi_plus.T * o * m.Pi_plus)(
                    _mod(cg), _mod(cg).M if op is None else op))),
         Mutant("two-sided-one-sided", "3.2", "the two-sided residual M − QMQ written one-sided, M − QM",
                f"theory.{cg}:two_sided_residual_expr",
