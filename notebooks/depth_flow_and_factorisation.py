@@ -26,6 +26,7 @@ import torch
 
 from numerics import depth_flow as nd
 from numerics import factorisation as nf
+from numerics.stack import random_xbar
 from numerics import random_stack
 from proofs_check.checks import factorisation as chk
 from proofs_check.figures import render
@@ -52,7 +53,7 @@ print("scalar test system: derived C =", C, " Richardson estimate =", 2 * consts
 
 # %%
 stack = random_stack(6, 8, 4, 2, "causal", seed=0, value_scale=1.0)
-xbar = chk._xbar(8, 100)
+xbar = random_xbar(8, 100)
 lam, G = nf.mode_blocks(stack, xbar)
 off, blk, tol = chk.factorisation_error(stack, xbar)
 print("eigenvalues", lam.tolist())

@@ -399,6 +399,11 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     return stack
 
 
+def random_xbar(d: int, seed: int = 0) -> torch.Tensor:
+    """A seeded float64 reference token x̄ (CPU): the token-homogeneous state is 1x̄ᵀ."""
+    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
 def resolve_device(device) -> torch.device:
     """``None`` -> CPU; "auto" -> CUDA when available else CPU; "cuda" without CUDA is an error."""
     if device is None:

@@ -41,6 +41,11 @@ class SymbolicStep:
     detail: str = ""
 
 
+def symbolic_steps(items) -> list[SymbolicStep]:
+    """SymbolicSteps from (name, proved, method, detail) tuples, as theory's proof helpers return them."""
+    return [SymbolicStep(name=n, proved=bool(ok), method=m, detail=dt) for n, ok, m, dt in items]
+
+
 @dataclass
 class NumericResult:
     """A property check against simulation: cases run, the worst error, and its derived tolerance."""

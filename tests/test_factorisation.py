@@ -7,6 +7,7 @@ from hypothesis import given, strategies as st
 
 from numerics import factorisation as nf
 from numerics import random_stack
+from numerics.stack import random_xbar
 from proofs_check.checks import factorisation as chk
 
 
@@ -22,7 +23,7 @@ def stacks(draw):
                          weight_scale=draw(st.sampled_from([0.5, 1.0, 2.0])),
                          ln_gain=draw(st.sampled_from([0.5, 1.0, 2.0])),
                          decay=draw(st.sampled_from([0.0, 0.5])))
-    return stack, chk._xbar(d, draw(st.integers(0, 10**6)))
+    return stack, random_xbar(d, draw(st.integers(0, 10**6)))
 
 
 @given(stacks())
@@ -57,7 +58,7 @@ def test_polynomial_form():
 
 def test_polynomial_form_dense_equals_autograd():
     stack = random_stack(5, 4, 3, 2, "causal", seed=3)
-    xbar = chk._xbar(4, 1)
+    xbar = random_xbar(4, 1)
     J = nf.stack_jacobian(stack, xbar.expand(5, 4).clone()).detach()
     Jp = nf.polynomial_jacobian(stack.frozen_kernel(), nf.polynomial_coefficients(stack, xbar).detach())
     assert (J - Jp).abs().max() <= 64 * chk.EPS64 * J.abs().max() * 4
@@ -83,10 +84,10 @@ def test_qk_visible_off_reference():
 
 def test_mode_blocks_shapes_and_errors():
     stack = random_stack(6, 4, 2, 2, "causal", seed=0)
-    lam, G = nf.mode_blocks(stack, chk._xbar(4, 0))
+    lam, G = nf.mode_blocks(stack, random_xbar(4, 0))
     assert lam.shape == (6,) and G.shape == (6, 4, 4)
     assert torch.allclose(lam, 1 / torch.arange(1, 7, dtype=torch.float64))
     with pytest.raises(ValueError, match="xbar"):
         nf.mode_blocks(stack, torch.zeros(5, dtype=torch.float64))
     with pytest.raises(ValueError):
-        nf.mode_blocks(random_stack(4, 4, 1, 2, "alibi", seed=0), chk._xbar(4, 0))
+        nf.mode_blocks(random_stack(4, 4, 1, 2, "alibi", seed=0), random_xbar(4, 0))

@@ -7,23 +7,23 @@ import math
 import sympy as sp
 import torch
 
-from numerics import random_stack
 from numerics import coarse_graining as ncg
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from numerics import random_stack
+from numerics.stack import random_xbar
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    SymbolicStep,
+    claim,
+    symbolic_steps,
+)
 from theory import coarse_graining as th
 
 EPS = 2.0**-52
 TAU = 0.5
 #: THEORY.md §3 (i): r at the last layer for λ = 1/2, 1/3, 1/6 (causal, T = 6, d = 16, 16 layers).
 THEORY_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)}
-
-
-def _steps(items) -> list[SymbolicStep]:
-    return [SymbolicStep(name=n, proved=bool(ok), method=m, detail=dt) for n, ok, m, dt in items]
-
-
-def _xbar(d: int, seed: int) -> torch.Tensor:
-    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
 @claim("3.1", title="Saturation depth and its per-layer bound", family="coarse_graining",
@@ -44,7 +44,7 @@ def _xbar(d: int, seed: int) -> torch.Tensor:
        control="c = 0 stacks: r stays near 1, no saturation depth at τ = 0.5 (reported as such)",
        figure="mode_products")
 def check_3_1(ctx) -> ClaimResult:
-    steps = _steps(th.prove_theory_rho_at_least_one())
+    steps = symbolic_steps(th.prove_theory_rho_at_least_one())
     rho_, tau_, kappa_ = sp.symbols("rho tau kappa", positive=True)
     x = sp.log(tau_ / kappa_) / sp.log(rho_)
     steps.append(SymbolicStep("ρ^{log(τ/κ)/log ρ} = τ/κ (so ρ^bound ≤ τ/κ for ρ < 1)",
@@ -56,7 +56,7 @@ def check_3_1(ctx) -> ClaimResult:
     table, worst, bound_violations, control_ok, theory_rho_min = [], 0.0, 0, True, math.inf
     for kernel, c, seed in cases:
         st = random_stack(6, 16, 16, 2, kernel, seed=seed, value_scale=c)
-        sd = ncg.saturation_depth(st, _xbar(16, seed), TAU)
+        sd = ncg.saturation_depth(st, random_xbar(16, seed), TAU)
         envelope = torch.cumprod(sd.path_ratios, 0)[:, None]
         worst = max(worst, float((sd.ratios - envelope).clamp_min(0).max()))
         if sd.bound is not None and sd.bound < sd.layers and (sd.measured is None or sd.measured > sd.bound):
@@ -110,7 +110,7 @@ def _stack(kernel: str, slow: str, layers: int, seed: int, value_scale: float = 
 def _initial_state(slow: str, seed: int) -> tuple[torch.Tensor, str]:
     """1x̄ᵀ at gate 0; a random block-constant Π⁺Y₀ at g ≠ 0 (no homogeneous reference exists)."""
     if slow != "gate":
-        return torch.ones(8, 1, dtype=torch.float64) * _xbar(8, seed), "1x̄ᵀ"
+        return torch.ones(8, 1, dtype=torch.float64) * random_xbar(8, seed), "1x̄ᵀ"
     Y0 = torch.randn(2, 8, generator=torch.Generator().manual_seed(seed + 100), dtype=torch.float64)
     _, lift, _ = ncg.pooling(8, 4)
     return lift @ Y0, "block-constant Π⁺Y₀"
@@ -135,7 +135,7 @@ def _initial_state(slow: str, seed: int) -> tuple[torch.Tensor, str]:
        control="causal kernel: ΠA(I − Q) ≠ 0, one-sided residual O(0.1), two-sided residual stays ≈ 0.7",
        figure="coarse_graining_residual")
 def check_3_2(ctx) -> ClaimResult:
-    steps = _steps(th.prove_pool_lift() + th.prove_block_kernels_factor() + th.prove_power_induction()
+    steps = symbolic_steps(th.prove_pool_lift() + th.prove_block_kernels_factor() + th.prove_power_induction()
                    + th.prove_kernel_grid(((4, 2), (8, 4)) if ctx.quick else ((4, 2), (6, 2), (6, 3), (8, 4))))
     seeds = [0] if ctx.quick else [0, 1, 2]
     table, exact_err, bound_excess, causal_left, causal_two = [], 0.0, 0.0, [], []

@@ -7,14 +7,16 @@ import torch
 from numerics import depth_flow as nd
 from numerics import random_stack
 from numerics.factorisation import stack_jacobian
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    claim,
+    symbolic_steps,
+)
 from theory import depth_flow as th
 
 SLOPE_TOL = 0.1  # Claim 1.1: fitted slope in [0.9, 1.1]
-
-
-def _steps(proofs):
-    return [SymbolicStep(*p) for p in proofs]
 
 
 @claim("1.1", title="Untied stack = Euler scheme of a non-autonomous ODE", family="depth_flow",
@@ -43,7 +45,7 @@ def check_1_1(ctx) -> ClaimResult:
     islope = nd.fitted_slope(idepths, drift)
     ok = abs(islope - 0.5) <= 0.1 and abs(islope - 1) > SLOPE_TOL
     return ClaimResult(
-        symbolic=_steps(th.prove_layer_is_euler_step() + th.prove_euler_one_step() + th.prove_error_constant()),
+        symbolic=symbolic_steps(th.prove_layer_is_euler_step() + th.prove_euler_one_step() + th.prove_error_constant()),
         numeric=NumericResult(cases=len(depths) + len(Ls), max_error=normed, tolerance=1.0,
                               detail=f"fitted slope {slope:.3f} over L={depths[1:]} (errors "
                                      + ", ".join(f"{e:.3g}" for e in errs)
@@ -80,7 +82,7 @@ def check_1_2(ctx) -> ClaimResult:
         ctrl_ok &= ok
         ctrl_rows.append(f"{kernel} L={L}: reversed rel. error {measured:.3g} vs predicted {predicted:.3g}")
     return ClaimResult(
-        symbolic=_steps(th.prove_chain_rule()),
+        symbolic=symbolic_steps(th.prove_chain_rule()),
         numeric=NumericResult(cases=len(cases), max_error=worst, tolerance=1e-12,
                               detail="‖J_autograd − J_{L−1}⋯J_0‖/‖J‖; tolerance 1e-12 (float64, L ≤ 8 products)",
                               table=rows),

@@ -6,7 +6,13 @@ import math
 
 import torch
 
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    SymbolicStep,
+    claim,
+)
 from theory import emissions as th
 
 EPS = torch.finfo(torch.float64).eps

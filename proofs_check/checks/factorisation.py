@@ -8,19 +8,18 @@ import torch
 
 from numerics import factorisation as nf
 from numerics import random_stack
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from numerics.stack import random_xbar
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    claim,
+    symbolic_steps,
+)
 from theory import factorisation as th
 
 EPS64 = float(torch.finfo(torch.float64).eps)
 SLOPE_TOL = 0.1
-
-
-def _steps(proofs):
-    return [SymbolicStep(*p) for p in proofs]
-
-
-def _xbar(d, seed):
-    return torch.randn(d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
 
 
 def transformed(stack, X):
@@ -62,16 +61,16 @@ def check_2_1(ctx) -> ClaimResult:
     worst, rows = 0.0, []
     for i, (T, d, L, heads, kernel, kw) in enumerate(CASES_2_1 if not ctx.quick else CASES_2_1[:3]):
         st = random_stack(T, d, L, heads, kernel, seed=i, value_scale=1.0, decay=0.5 * (i % 2), **kw)
-        off, blk, tol = factorisation_error(st, _xbar(d, 100 + i))
+        off, blk, tol = factorisation_error(st, random_xbar(d, 100 + i))
         worst = max(worst, max(off, blk) / tol)
         rows.append({"kernel": kernel, "T": T, "d": d, "L": L, "off_block": off, "block_err": blk, "tol": tol})
     st = random_stack(6, 8, 4, 2, "causal", seed=0)
-    xbar = _xbar(8, 100)
+    xbar = random_xbar(8, 100)
     Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     _, _, _, Jt = transformed(st, xbar.expand(6, 8) + 0.1 * Z)
     mass = nf.off_block_mass(Jt, 6, 8)
     return ClaimResult(
-        symbolic=_steps(th.all_proofs("2.1", ctx.quick)),
+        symbolic=symbolic_steps(th.all_proofs("2.1", ctx.quick)),
         numeric=NumericResult(cases=len(rows), max_error=worst, tolerance=1.0,
                               detail="max over cases of max(|off-block|, |block − G|)/tol, tol = 64 eps cond(S) ‖J‖₂",
                               table=rows),
@@ -83,7 +82,7 @@ def check_2_1(ctx) -> ClaimResult:
 def control_masses(deltas, kind, seed=0):
     """Relative off-block mass vs δ for one broken condition (T = 6, d = 8, 3 layers)."""
     T, d, L = 6, 8, 3
-    xbar = _xbar(d, 200 + seed)
+    xbar = random_xbar(d, 200 + seed)
     out = []
     for delta in deltas:
         if kind == "inhomogeneous":
@@ -125,7 +124,7 @@ def check_2_2(ctx) -> ClaimResult:
     zero = {kind: control_masses([0.0], kind)[0] for kind in CONTROL_KINDS}
     ok = all(v < 1e-12 for v in zero.values())
     return ClaimResult(
-        symbolic=_steps(th.all_proofs("2.2", ctx.quick)),
+        symbolic=symbolic_steps(th.all_proofs("2.2", ctx.quick)),
         numeric=NumericResult(cases=len(rows), max_error=worst, tolerance=SLOPE_TOL,
                               detail="max |fitted slope − 1| of off-block mass vs δ", table=rows),
         control=ControlResult("fails-as-predicted" if ok else "did-not-fail",
@@ -141,7 +140,7 @@ def eigen_coordinate_errors(Ts, d=4, L=3, seed=0):
     mpmath.mp.dps = 60
     for T in Ts:
         st = random_stack(T, d, L, 1, "causal", seed=seed)
-        xbar = _xbar(d, 300)
+        xbar = random_xbar(d, 300)
         A = st.frozen_kernel()
         K = nf.polynomial_coefficients(st, xbar).detach()
         J = nf.polynomial_jacobian(A, K)
@@ -160,7 +159,7 @@ def eigen_coordinate_errors(Ts, d=4, L=3, seed=0):
 def polynomial_form_error(T, d=16, L=8, seed=0, probes=8):
     """max over random probes E of ‖J_autograd E − Σ A^m E K_mᵀ‖ / (‖J‖_est ‖E‖) at 1x̄ᵀ, T tokens."""
     st = random_stack(T, d, L, 2, "causal", seed=seed)
-    xbar = _xbar(d, 400)
+    xbar = random_xbar(d, 400)
     A = st.frozen_kernel()
     K = nf.polynomial_coefficients(st, xbar).detach()
     X = xbar.expand(T, d).clone()
@@ -193,7 +192,7 @@ def check_2_3(ctx) -> ClaimResult:
     at32 = eig[-1]
     ok = at32["eigen_error"] > 1e-2 and eig[0]["eigen_error"] < 1e-12
     return ClaimResult(
-        symbolic=_steps(th.all_proofs("2.3", ctx.quick)),
+        symbolic=symbolic_steps(th.all_proofs("2.3", ctx.quick)),
         numeric=NumericResult(cases=len(rows), max_error=worst, tolerance=1.0,
                               detail="max over T of ‖J E − Σ A^m E K_mᵀ‖/‖E‖ (8 Gaussian probes, jvp) divided by "
                                      "64 (L+1) eps Σ‖A‖^m‖K_m‖", table=rows + eig),
@@ -220,7 +219,7 @@ def check_2_4(ctx) -> ClaimResult:
     slope = float(np.polyfit(np.log(deltas), np.log(vals), 1)[0])
     ok = abs(slope - 1) <= SLOPE_TOL
     return ClaimResult(
-        symbolic=_steps(th.all_proofs("2.4", ctx.quick)),
+        symbolic=symbolic_steps(th.all_proofs("2.4", ctx.quick)),
         numeric=NumericResult(cases=1, max_error=at_ref, tolerance=1e-13,
                               detail=f"max |∂(A_ℓ, X_L, J)/∂(W_Q, W_K)| at 1x̄ᵀ = {at_ref:.3g} "
                                      "(tolerance: a few eps, softmax rows sum to 1 only to rounding)"),
@@ -232,7 +231,7 @@ def check_2_4(ctx) -> ClaimResult:
 def qk_derivative_norm(delta, T=4, d=4, L=2, seed=0):
     """max |∂/∂(W_Q, W_K)| of (attention matrices A_ℓ, final state X_L, stack Jacobian) at 1x̄ᵀ + δZ."""
     st = random_stack(T, d, L, 2, "causal", seed=seed)
-    xbar = _xbar(d, 500)
+    xbar = random_xbar(d, 500)
     Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 3))
     X = xbar.expand(T, d) + delta * Z
     params = {k: v.detach() for k, v in st.named_parameters()}

@@ -8,9 +8,14 @@ import random
 import mpmath
 import numpy as np
 import sympy as sp
-import torch
 
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    SymbolicStep,
+    claim,
+)
 from theory import slow_manifold as th
 
 SLOPE_TOL = 0.15  # THEORY.md §6: fitted slope k+1 ± 0.15

@@ -6,10 +6,16 @@ import math
 
 import torch
 
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
-from theory import stability as th
 from numerics import random_stack
 from numerics import stability as ns
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    SymbolicStep,
+    claim,
+)
+from theory import stability as th
 
 EPS = 2.0**-52
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from numerics import random_stack
 from numerics import visibility as nv
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, SymbolicStep, claim
+from numerics.stack import random_xbar
+from proofs_check.ledger import (
+    ClaimResult,
+    ControlResult,
+    NumericResult,
+    claim,
+    symbolic_steps,
+)
 from theory import visibility as th
 
 EPS = 2.0**-52
@@ -16,14 +21,6 @@ DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
 SLOPE_TOL = 0.1        # THEORY.md: slope 2 ± 0.1 (and 1 ± 0.1 for the control)
 QK_TOL = 1e-13         # softmax row sums carry ≤ T·ε rounding; × ‖∂‖ ≤ 10: 8·2.2e-16·10 ≈ 2e-14
 FIRST_ORDER_TOL = 1e-2  # |Δ/δ − G(1)pᵀw| / |G(1)pᵀw| = O(δ) at δ = 1e-4, with a constant ≤ 100
-
-
-def _steps(items) -> list[SymbolicStep]:
-    return [SymbolicStep(name=n, proved=bool(ok), method=m, detail=dt) for n, ok, m, dt in items]
-
-
-def _xbar(d: int, seed: int) -> torch.Tensor:
-    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
 @claim("4.1", title="W_Q, W_K and the decaying bundle are invisible at first order", family="visibility",
@@ -39,13 +36,13 @@ def _xbar(d: int, seed: int) -> torch.Tensor:
        control="mean-carrying offsets (wᵀp ≠ 0): slope 1 ± 0.1, matching G_{≤L}(1)pᵀw",
        figure="response_slopes")
 def check_4_1(ctx) -> ClaimResult:
-    steps = _steps(th.prove_qk_invisible() + th.prove_persistent_vectors() + th.prove_first_order_response())
+    steps = symbolic_steps(th.prove_qk_invisible() + th.prove_persistent_vectors() + th.prove_first_order_response())
     seeds = [0] if ctx.quick else [0, 1, 2]
     table, errs, control_slopes, causal_max = [], [], [], 0.0
     for seed in seeds:
         for kernel in ("full", "block", "causal"):
             st = random_stack(8, 4, 3, 2, kernel, P=4, seed=seed, value_scale=1.0)
-            xbar = _xbar(4, seed)
+            xbar = random_xbar(4, seed)
             vis = nv.visibility(st, xbar)
             sigma1 = float(vis.singular_values[0])
             qk = max(vis.groups["attn.W_Q"]["max_abs"], vis.groups["attn.W_K"]["max_abs"]) / sigma1
@@ -101,14 +98,14 @@ def check_4_1(ctx) -> ClaimResult:
                "∂x̄_L/∂g = 0 and the slow weights invisible even at g ≠ 0; at g = 0 slow weights invisible",
        figure="visibility_spectrum")
 def check_4_2(ctx) -> ClaimResult:
-    steps = _steps(th.prove_gate_weights() + th.prove_persistent_vectors())
+    steps = symbolic_steps(th.prove_gate_weights() + th.prove_persistent_vectors())
     seeds = [0] if ctx.quick else [0, 1, 2]
     table, errs, control = [], [], []
     for seed in seeds:
         for kernel in ("full", "causal", "block"):
             for slow_kernel in ("causal", "full"):
                 st = random_stack(8, 8, 3, 2, kernel, P=4, seed=seed, value_scale=1.0, slow_kernel=slow_kernel)
-                xbar = _xbar(8, seed)
+                xbar = random_xbar(8, seed)
                 X0 = nv.homogeneous(st, xbar)
                 auto = nv.gate_jacobian(st, X0)
                 pred = nv.gate_sensitivity_prediction(st, xbar)

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from numerics import random_stack
 from numerics import coarse_graining as ncg
+from numerics import random_stack
+from numerics.stack import random_xbar
 from proofs_check.figures import figure, save
 
 TAU = 0.5
-
-
-def _xbar(d, seed=0):
-    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
 @figure("mode_products", claim="3.1", title="Mode-product ratios r_ℓ(λ) vs depth, with ℓ* measured and bound")
@@ -24,7 +21,7 @@ def render_mode_products(ctx, out_dir):
     panels = [("causal", 0.0), ("causal", 20.0), ("full", 20.0)]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for ax, (kernel, c) in zip(axes, panels):
-        sd = ncg.saturation_depth(random_stack(6, d, 16, 2, kernel, seed=0, value_scale=c), _xbar(d), TAU)
+        sd = ncg.saturation_depth(random_stack(6, d, 16, 2, kernel, seed=0, value_scale=c), random_xbar(d), TAU)
         depth = range(sd.layers)
         for k, lam in enumerate(sd.lambdas):
             ax.plot(depth, sd.ratios[:, k].numpy(), marker="o", ms=3, label=f"λ = {lam:.3g}")
@@ -53,7 +50,7 @@ def render_coarse_graining_residual(ctx, out_dir):
     import matplotlib.pyplot as plt
 
     layers = 8 if ctx.quick else 12
-    X0 = torch.ones(8, 1, dtype=torch.float64) * _xbar(8)
+    X0 = torch.ones(8, 1, dtype=torch.float64) * random_xbar(8)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     colors = {"causal": "tab:red", "full": "tab:blue", "block": "tab:green"}
     for kernel, col in colors.items():

@@ -10,6 +10,7 @@ from proofs_check.figures import figure, save
 @figure("euler_convergence", claim="1.1", title="Error at t = 1 vs depth L (smooth path) and i.i.d. drift")
 def euler_convergence(ctx, out_dir):
     import matplotlib.pyplot as plt
+
     from numerics import depth_flow as nd
 
     depths = [8, 16, 32, 64] if ctx.quick else [8, 16, 32, 64, 128]

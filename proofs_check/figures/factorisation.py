@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from numerics.stack import random_xbar
 from proofs_check.checks import factorisation as chk
 from proofs_check.figures import figure, save
 
@@ -12,11 +13,12 @@ from proofs_check.figures import figure, save
 @figure("block_diagonality", claim="2.1", title="log10 |(S⁻¹⊗I) J (S⊗I)| at 1x̄ᵀ, causal, T = 16")
 def block_diagonality(ctx, out_dir):
     import matplotlib.pyplot as plt
+
     from numerics import random_stack
 
     T, d = 16, 4 if ctx.quick else 8
     st = random_stack(T, d, 4, 2, "causal", seed=0, value_scale=1.0)
-    xbar = chk._xbar(d, 100)
+    xbar = random_xbar(d, 100)
     _, S, _, Jt = chk.transformed(st, xbar.expand(T, d).clone())
     fig, ax = plt.subplots(figsize=(6, 5))
     im = ax.imshow(np.log10(Jt.abs().numpy() + 1e-300), vmin=-18, vmax=1, cmap="viridis")

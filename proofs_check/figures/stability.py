@@ -3,8 +3,6 @@ conservativeness of the norm bound on random 2×2 systems."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 

@@ -7,13 +7,10 @@ import torch
 
 from numerics import random_stack
 from numerics import visibility as nv
+from numerics.stack import random_xbar
 from proofs_check.figures import figure, save
 
 DELTAS = torch.logspace(-4, -1.5, 11, dtype=torch.float64)
-
-
-def _xbar(d, seed=0):
-    return torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
 @figure("visibility_spectrum", claim="4.2", title="Singular values of the visibility Jacobian with the spectral gap")
@@ -23,7 +20,7 @@ def render_visibility_spectrum(ctx, out_dir):
     d = 4 if ctx.quick else 8
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, kw, marker in (("no slow path", {}, "o"), ("slow path, g = 0", {"P": 4}, "s")):
-        vis = nv.visibility(random_stack(8, d, 3, 2, "full", seed=0, **kw), _xbar(d))
+        vis = nv.visibility(random_stack(8, d, 3, 2, "full", seed=0, **kw), random_xbar(d))
         sv = vis.singular_values[: vis.rank + 8].clamp_min(1e-18).numpy()
         ax.semilogy(range(1, len(sv) + 1), sv, marker=marker, ls="-", ms=4,
                     label=f"{label}: visible {vis.visible_dim}, invisible {vis.invisible_dim}, "
@@ -45,7 +42,7 @@ def render_response_slopes(ctx, out_dir):
         st = random_stack(8, 8, 3, 2, kernel, P=4, seed=0, value_scale=1.0)
         for name, p, ls in (("decaying (wᵀp = 0)", nv.decaying_offset(st, 7), "-"),
                             ("mean-carrying", nv.mean_carrying_offset(st, 7), "--")):
-            r = nv.persistent_response(st, _xbar(8), p, DELTAS)
+            r = nv.persistent_response(st, random_xbar(8), p, DELTAS)
             ax.loglog(DELTAS.numpy(), r.numpy(), ls=ls, color=col, marker="o", ms=3,
                       label=f"{kernel}, {name}: slope {nv.fit_slope(DELTAS, r):.3f}")
     x = DELTAS.numpy()
