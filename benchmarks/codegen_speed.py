@@ -2,7 +2,8 @@
 
 ``ratio`` = time(generated ``numerics.generated.factorisation.G_layer``) / time(the formula
 written directly in torch below), both batched over N = 1024 independent layers ("stacks")
-in one call, float64, median of repeated runs after warm-up.  Both outputs are compared
+in one call, float64, median of repeated runs after warm-up, the two timed in
+alternation so that load from elsewhere on a shared machine falls on both.  Both outputs are compared
 (relative max difference) before any time is reported.
 
 For reference the same comparison is made against ``sympytorch`` and
@@ -22,7 +23,7 @@ import math
 import sympy as sp
 import torch
 
-from benchmarks.timing import median_time
+from benchmarks.timing import interleaved_median_times
 from numerics.stack import LN_EPS
 
 BATCH = 1024
@@ -102,8 +103,9 @@ def generated_vs_handwritten(d: int, repeats: int, device: str) -> dict:
     if not diff <= AGREEMENT:
         raise AssertionError(f"generated G_layer and the hand-written formula differ by {diff:.2e} "
                              f"(> {AGREEMENT:.0e}); no timing is reported")
-    t_gen = median_time(generated, device, repeats=repeats, warmup=1)
-    t_hand = median_time(handwritten, device, repeats=repeats, warmup=1)
+    times = interleaved_median_times({"generated": generated, "handwritten": handwritten}, device,
+                                     repeats=repeats, warmup=3)
+    t_gen, t_hand = times["generated"], times["handwritten"]
     return {"ratio": t_gen["median"] / t_hand["median"], "generated_seconds": t_gen["median"],
             "handwritten_seconds": t_hand["median"], "relative_max_difference": diff,
             "generated_runs": t_gen["runs"], "handwritten_runs": t_hand["runs"],
@@ -188,8 +190,9 @@ def reference_tools(repeats: int, device: str) -> dict:
     want = generated().reshape(BATCH, dd * dd)
     diffs = {"lambdify": _relative_max_difference(lambdified(), want),
              "sympytorch": _relative_max_difference(sympytorched(), want)}
-    t = {name: median_time(f, device, repeats=repeats, warmup=1)["median"]
-         for name, f in (("generated", generated), ("lambdify", lambdified), ("sympytorch", sympytorched))}
+    times = interleaved_median_times({"generated": generated, "lambdify": lambdified,
+                                      "sympytorch": sympytorched}, device, repeats=repeats, warmup=1)
+    t = {name: r["median"] for name, r in times.items()}
     return {"sympytorch_ratio": t["generated"] / t["sympytorch"],
             "lambdify_ratio": t["generated"] / t["lambdify"],
             "reference_seconds": t, "reference_relative_max_difference": diffs,
@@ -200,7 +203,7 @@ def reference_tools(repeats: int, device: str) -> dict:
 
 def run(quick: bool, device: str) -> dict:
     """The ``generated_vs_handwritten`` section."""
-    result = generated_vs_handwritten(QUICK_D if quick else FULL_D, 3 if quick else 5, device)
+    result = generated_vs_handwritten(QUICK_D if quick else FULL_D, 15 if quick else 25, device)
     result.update(reference_tools(3 if quick else 5, device))
     result["cannot_express"] = _what_they_cannot_express()
     result["definitions"] = ("ratio = t(generated G_layer) / t(hand-written torch, same formula); "

@@ -64,6 +64,29 @@ def median_time(fn: Callable[[], object], device: str | torch.device, *, repeats
     return {"median": statistics.median(runs), "min": min(runs), "runs": runs, "warmup": warmup}
 
 
+def interleaved_median_times(fns: dict[str, Callable[[], object]], device: str | torch.device, *,
+                             repeats: int, warmup: int = 1) -> dict[str, dict]:
+    """``median_time`` of several functions measured in alternation (a, b, a, b, ...).
+
+    For a ratio between two functions this is the fair order: a burst of load from another
+    process on a shared machine lands on both, not on whichever happened to run then.
+    Returns ``{name: {"median", "min", "runs", "warmup"}}``.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats} must be >= 1")
+    if warmup < 0:
+        raise ValueError(f"warmup={warmup} must be >= 0")
+    for _ in range(warmup):
+        for fn in fns.values():
+            time_once(fn, device)
+    runs: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            runs[name].append(time_once(fn, device)[0])
+    return {name: {"median": statistics.median(r), "min": min(r), "runs": r, "warmup": warmup}
+            for name, r in runs.items()}
+
+
 def _peak_rss_mb() -> float:
     """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

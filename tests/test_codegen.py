@@ -342,6 +342,39 @@ def test_matrix_nodes_against_direct_torch():
                                b[:, 0, 1] * la + (b @ c)[:, 1, 2] + (b + c)[:, 0, 0])
 
 
+def test_products_use_broadcasts_for_diagonals_outer_products_and_traces():
+    """diag(v) and u wᵀ never become dense (d, d) temporaries; values match direct torch;
+    ``sizes`` reorders a matrix chain (W₂ᵀ W₁ᵀ first when the MLP width m ≫ d)."""
+    m = sp.Symbol("m", integer=True, positive=True)
+    u, w = sp.MatrixSymbol("u", d, 1), sp.MatrixSymbol("w", d, 1)
+    W1, W2 = sp.MatrixSymbol("W1", d, m), sp.MatrixSymbol("W2", m, d)
+    D = sp.DiagMatrix(w)
+    exprs = {"left": D * B * u, "middle": B * D * C, "right": B * C * D, "outer": B * u * w.T * C,
+             "trace": sp.Trace(B * u * w.T) * C, "both": D * B * D}
+    fns = compile_fns(*(GenFunction(name, (B, C, u, w), e, "0", "") for name, e in exprs.items()))
+    g = torch.Generator().manual_seed(5)
+    b, c = (torch.randn(3, 4, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    uu, ww = (torch.randn(3, 4, 1, generator=g, dtype=torch.float64) for _ in range(2))
+    dd = torch.diag_embed(ww[..., 0])
+    want = {"left": dd @ b @ uu, "middle": b @ dd @ c, "right": b @ c @ dd, "outer": b @ uu @ ww.mT @ c,
+            "trace": (b @ uu @ ww.mT).diagonal(dim1=-2, dim2=-1).sum(-1)[:, None, None] * c,
+            "both": dd @ b @ dd}
+    for name, value in want.items():
+        torch.testing.assert_close(fns[name](b, c, uu, ww), value, rtol=1e-13, atol=1e-13)
+        source = render_function(GenFunction(name, (B, C, u, w), exprs[name], "0", ""))
+        assert "diag_embed" not in source and "diagonal" not in source, source
+    # outer product: the broadcast u * wᵀ (inner dimension the literal 1), never u @ wᵀ
+    assert "(B @ u) * (w.transpose(-1, -2) @ C)" in render_function(
+        GenFunction("outer", (B, C, u, w), exprs["outer"], "0", ""))
+    chain = W2.T * W1.T * B
+    assert "(W2.transpose(-1, -2) @ W1.transpose(-1, -2)) @ B" in render_function(
+        GenFunction("g", (W1, W2, B), chain, "0", "", sizes={d: 64, m: 256}))
+    assert "W2.transpose(-1, -2) @ (W1.transpose(-1, -2) @ B)" in render_function(
+        GenFunction("g", (W1, W2, B), chain, "0", "", sizes={d: 256, m: 64}))
+    with pytest.raises(CodegenError, match="sizes must map dimension symbols to ints ≥ 2"):
+        GenFunction("g", (W1, W2, B), chain, "0", "", sizes={d: 1})
+
+
 def test_constant_results_take_the_batch_shape():
     const = compile_fns(
         GenFunction("s", (x, B), sp.Rational(1, 3), "0", "Constant scalar."),

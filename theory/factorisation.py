@@ -140,6 +140,8 @@ def G_expr(lam_value=lam, s=SYM):
 
 S_ = SYM
 LAYER_ARGS = (S_.x, S_.u, S_.gamma1, S_.W_VO, S_.gamma2, S_.beta2, S_.W1, S_.b1, S_.W2, h, alpha, eps)
+#: Representative sizes for ordering matrix chains in the generated code: the MLP is 4d wide.
+MLP_SIZES = {S_.d: 64, S_.m: 256}
 
 
 def generated_functions():
@@ -154,13 +156,13 @@ def generated_functions():
         GenFunction("B_layer", (s.x, s.gamma1, s.W_VO, eps), B_expr(), claim="2.1",
                     doc="B_ℓ = W_VOᵀ J_LN₁(x̄_ℓ) (column form)."),
         GenFunction("C_layer", (s.u, s.gamma2, s.beta2, s.W1, s.b1, s.W2, h, eps), C_expr(), claim="2.1",
-                    doc="C_ℓ = h J_MLP(LN₂(ū_ℓ)) J_LN₂(ū_ℓ); pass u = ubar(x̄_ℓ, ...)."),
+                    doc="C_ℓ = h J_MLP(LN₂(ū_ℓ)) J_LN₂(ū_ℓ); pass u = ubar(x̄_ℓ, ...).", sizes=MLP_SIZES),
         GenFunction("G_layer", LAYER_ARGS + (lam,), G_expr(), claim="2.1",
-                    doc="G_ℓ(λ) = (I + C_ℓ)((1 − hα) I + hλ B_ℓ): layer ℓ's block on mode λ; u = ū_ℓ."),
+                    doc="G_ℓ(λ) = (I + C_ℓ)((1 − hα) I + hλ B_ℓ): layer ℓ's block on mode λ; u = ū_ℓ.", sizes=MLP_SIZES),
         GenFunction("G_layer_coefficient_0", LAYER_ARGS, G_expr(0), claim="2.3",
-                    doc="G_ℓ(0) = (1 − hα)(I + C_ℓ): constant coefficient of the affine G_ℓ(λ)."),
+                    doc="G_ℓ(0) = (1 − hα)(I + C_ℓ): constant coefficient of the affine G_ℓ(λ).", sizes=MLP_SIZES),
         GenFunction("G_layer_coefficient_1", LAYER_ARGS, G_expr(1) - G_expr(0), claim="2.3",
-                    doc="G_ℓ(1) − G_ℓ(0) = h (I + C_ℓ) B_ℓ: λ-coefficient of the affine G_ℓ(λ)."),
+                    doc="G_ℓ(1) − G_ℓ(0) = h (I + C_ℓ) B_ℓ: λ-coefficient of the affine G_ℓ(λ).", sizes=MLP_SIZES),
     ]
 
 

@@ -85,8 +85,9 @@ class TorchPrinter(SymPyTorchPrinter):
     local name; :func:`theory.codegen.render.render_function` emits both.
     """
 
-    def __init__(self, names, dims=None, dtype_ref="x", function="<expr>"):
+    def __init__(self, names, dims=None, dtype_ref="x", function="<expr>", sizes=None):
         super().__init__({"strict": True})
+        self._sizes = {dim: sympy.Integer(size) for dim, size in (sizes or {}).items()}
         self._names = dict(names)
         self._dims = dict(dims or {})
         self._dtype_ref = dtype_ref
@@ -303,37 +304,68 @@ class TorchPrinter(SymPyTorchPrinter):
         return f"{self._scalar_as_matrix(coeff)} * {product}"
 
     def _product(self, matrices) -> str:
-        """A matrix product: diag(v) factors become broadcasts, never dense diag_embed matrices
-        (diag(v) M = v * M, M diag(v) = M * vᵀ), and the chain is parenthesised by the
-        matrix-chain rule at representative sizes (every symbolic dimension 64, so rank-one
-        factors such as u uᵀ are applied to vectors first, not multiplied out)."""
-        factors, row_scale = [], None  # factors: (text, (rows, cols))
+        """A matrix product without dense diagonal matrices or dense outer products.
+
+        diag(v) factors become broadcasts (diag(v) M = v * M, M diag(v) = M * vᵀ), each put
+        on whichever neighbour (a factor, or the whole product at either end) has fewer
+        entries; the remaining chain is parenthesised by the matrix-chain rule at
+        representative sizes (``sizes``, else 64), so rank-one factors such as u uᵀ are
+        applied to vectors first; a product whose inner dimension is the literal 1 (an outer
+        product) is printed as a broadcast ``a * b``.
+        """
+        factors, gaps = [], [[]]  # gaps[i]: diag vectors just before factors[i] (last: after all)
         for m in matrices:
             if isinstance(m, DiagMatrix) and m.args[0].shape[1] == 1:
-                v = self._operand(m.args[0])
-                if factors:
-                    text, shape = factors[-1]
-                    factors[-1] = (f"({text} * {v}.transpose(-1, -2))", shape)
-                else:
-                    row_scale = v if row_scale is None else f"({row_scale} * {v})"
-                continue
-            text = self._operand(m)
-            if row_scale is not None:
-                text, row_scale = f"({row_scale} * {text})", None
-            factors.append((text, m.shape))
+                gaps[-1].append(self._operand(m.args[0]))
+            else:
+                factors.append([self._operand(m), m.shape])
+                gaps.append([])
         if not factors:
-            return f"torch.diag_embed({row_scale}[..., 0])"
-        dims = [self._size(shape[0]) for _, shape in factors] + [self._size(factors[-1][1][1])]
-        return self._chain([text for text, _ in factors], dims)
+            return f"torch.diag_embed({self._hadamard(gaps[0])}[..., 0])"
+        size = lambda shape: self._size(shape[0]) * self._size(shape[1])  # noqa: E731
+        first, last = factors[0][1], factors[-1][1]
+        whole = (first[0], last[1])
+        left_of_all = right_of_all = None
+        for i, vectors in enumerate(gaps):
+            if not vectors:
+                continue
+            v = self._hadamard(vectors)
+            if i == 0:  # leading: scale the rows of the first factor or of the result
+                if len(factors) > 1 and size(whole) < size(first):
+                    left_of_all = v
+                else:
+                    factors[0][0] = f"({v} * {factors[0][0]})"
+            elif i == len(factors):  # trailing: scale the columns of the last factor or the result
+                if len(factors) > 1 and size(whole) < size(last):
+                    right_of_all = v
+                else:
+                    factors[-1][0] = f"({factors[-1][0]} * {v}.transpose(-1, -2))"
+            elif size(factors[i - 1][1]) <= size(factors[i][1]):
+                factors[i - 1][0] = f"({factors[i - 1][0]} * {v}.transpose(-1, -2))"
+            else:
+                factors[i][0] = f"({v} * {factors[i][0]})"
+        dims = [self._size(shape[0]) for _, shape in factors] + [self._size(last[1])]
+        literal_one = [shape[0] == 1 for _, shape in factors] + [last[1] == 1]
+        text = self._chain([t for t, _ in factors], dims, literal_one)
+        if left_of_all is not None:
+            text = f"{left_of_all} * ({text})"
+        if right_of_all is not None:
+            text = f"({text}) * {right_of_all}.transpose(-1, -2)"
+        return text
 
     @staticmethod
-    def _size(dim) -> int:
-        dim = sympy.sympify(dim)
+    def _hadamard(vectors) -> str:
+        return vectors[0] if len(vectors) == 1 else "(" + " * ".join(vectors) + ")"
+
+    def _size(self, dim) -> int:
+        """Representative size of a dimension: its value, else ``sizes`` (substituted), else 64."""
+        dim = sympy.sympify(dim).xreplace(self._sizes)
         return int(dim) if dim.is_Integer else 64
 
     @staticmethod
-    def _chain(texts, dims) -> str:
-        """Cheapest parenthesisation of texts[0] @ ... @ texts[-1] with sizes dims (classic DP)."""
+    def _chain(texts, dims, literal_one) -> str:
+        """Cheapest parenthesisation of texts[0] @ ... @ texts[-1] with sizes dims (classic DP);
+        a split whose inner dimension is the literal 1 is an outer product, printed ``a * b``."""
         n = len(texts)
         cost = [[0] * n for _ in range(n)]
         split = [[0] * n for _ in range(n)]
@@ -347,7 +379,8 @@ class TorchPrinter(SymPyTorchPrinter):
             if i == j:
                 return texts[i]
             k = split[i][j]
-            text = f"{build(i, k, False)} @ {build(k + 1, j, False)}"
+            op = "*" if literal_one[k + 1] else "@"
+            text = f"{build(i, k, False)} {op} {build(k + 1, j, False)}"
             return text if outer else f"({text})"
 
         return build(0, n - 1, True)
@@ -395,6 +428,14 @@ class TorchPrinter(SymPyTorchPrinter):
         return f"torch.linalg.matrix_power({self._print(expr.base)}, {int(expr.exp)})"
 
     def _print_Trace(self, expr):
+        """tr(A₁⋯Aₖ) with a column factor Aᵢ is the 1×1 product A_{i+1}⋯Aₖ A₁⋯Aᵢ (trace is
+        cyclic): no k×k matrix is formed; otherwise the sum of the diagonal."""
+        if isinstance(expr.arg, MatMul):
+            coeff, matrices = self._split_matmul(expr.arg)
+            column = next((i for i, m in enumerate(matrices) if m.shape[1] == 1), None)
+            if column is not None:
+                rotated = matrices[column + 1:] + matrices[:column + 1]
+                return self._broadcast(f"({self._matmul(coeff, rotated)})[..., 0, 0]")
         return self._broadcast(
             f"torch.diagonal({self._print(expr.arg)}, dim1=-2, dim2=-1).sum(-1)")
 
