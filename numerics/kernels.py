@@ -96,9 +96,9 @@ def lift_matrix(T: int, P: int, dtype=torch.float64, device=None) -> torch.Tenso
 
 
 def block_shift_matrix(n: int, dtype=torch.float64, device=None) -> torch.Tensor:
-    """One-block shift (n, n): block b receives block b-1's value; block 0 receives zero."""
-    return torch.diag(torch.ones(n - 1, dtype=dtype, device=device), -1) if n > 1 else \
-        torch.zeros(1, 1, dtype=dtype, device=device)
+    """One-block shift (n, n): block b receives block b-1's value; block 0 receives zero
+    (n = 1: the 1×1 zero matrix, which ``torch.diag`` of an empty subdiagonal already is)."""
+    return torch.diag(torch.ones(n - 1, dtype=dtype, device=device), -1)
 
 
 def persistent_left_vector(A: torch.Tensor) -> torch.Tensor:
@@ -107,9 +107,9 @@ def persistent_left_vector(A: torch.Tensor) -> torch.Tensor:
     Causal kernel: w = e₁ (the first token, an attention sink); full: w = 1/T.
     Computed by solving (Aᵀ - I) w = 0 with the normalisation row appended.
     """
-    T = A.shape[-1]
-    M = torch.cat([A.transpose(-1, -2) - torch.eye(T, dtype=A.dtype, device=A.device),
-                   torch.ones(1, T, dtype=A.dtype, device=A.device)], dim=0)
-    rhs = torch.zeros(T + 1, 1, dtype=A.dtype, device=A.device)
+    if A.dim() != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be one square (T, T) kernel, got shape {tuple(A.shape)}")
+    M = torch.cat([A.mT - torch.eye(A.shape[0], dtype=A.dtype, device=A.device), torch.ones_like(A[:1])])
+    rhs = torch.zeros_like(M[:, :1])
     rhs[-1] = 1.0
     return torch.linalg.lstsq(M, rhs).solution[:, 0]

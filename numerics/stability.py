@@ -233,6 +233,10 @@ def certify_gate_bound(a, k, h: float, *, rel_err: float = 0.0, dps: int = 50) -
         if not mu_iv.a > 0:
             return GateEnclosure(status="no certified gate", **base)
         g_star = float(solve_gate_bound(a, k, h))
+        if not (math.isfinite(g_star) and g_star > 0):
+            raise ArithmeticError(f"the float64 root g*={g_star} is not a positive number although the "
+                                  f"interval margin is μ ≥ {mu_lo:.6g} > 0: solve_gate_bound disagrees "
+                                  "with S(0) = −Lhμ < 0")
         g_small = float(small_h_gate_bound(a, k, h))
         eps = 1e-12
         while eps < 1.0:

@@ -59,14 +59,14 @@ def mutants(Mutant) -> list:
                lambda orig: (lambda: (lambda m: m.mu * m.q)(_mod(st)))),
         # ---- 6.x slow manifold -------------------------------------------------------------------
         Mutant("phi1-wrong-order", "6.1", "a slow-manifold term of the wrong order: φ₁ carried with ε² for ε",
-               f"theory.{sm}:expand_slow_manifold",
+               f"theory.{sm}:SlowManifoldExpansion.truncated",
                lambda orig: _phi1_wrong_order(orig)),
         Mutant("pst-from-Q", "6.2", "p_st taken from the nullspace of Q instead of Qᵀ",
                f"theory.{sm}:stationary_distribution",
                lambda orig: (lambda Q: _stationary_from_Q(orig, Q))),
-        Mutant("flops-scores-linear", "6.3", "attention scores/mixing counted as linear in T (4Td² for 4T²d)",
+        Mutant("flops-scores-half", "6.3", "attention scores counted but not the mixing (2T²d for 4T²d)",
                f"theory.{sm}:attention_flops",
-               lambda orig: (lambda T, d: {"projections": 8 * T * d ** 2, "scores_mixing": 4 * T * d ** 2})),
+               lambda orig: (lambda T, d: {"projections": 8 * T * d ** 2, "scores_mixing": 2 * T ** 2 * d})),
         # ---- 7.x emissions -----------------------------------------------------------------------
         Mutant("posterior-block-sum", "7.1", "a posterior using the block sum where the block mean belongs",
                f"theory.{em}:gaussian_posterior_mean_expr",
@@ -87,13 +87,12 @@ def mutants(Mutant) -> list:
 
 
 def _phi1_wrong_order(orig):
-    def expand(system, order, **kwargs):
-        result = orig(system, order, **kwargs)
-        if len(result.terms) > 1:
-            EPS = _mod("slow_manifold").EPS
-            result.terms[1] = result.terms[1] * EPS
-        return result
-    return expand
+    """φ^{(k)} = φ₀ + ε²φ₁ + ε²φ₂ + …: the first-order term summed at the wrong order."""
+    def truncated(self, k):
+        phi = orig(self, k)
+        EPS = _mod("slow_manifold").EPS
+        return phi + (EPS ** 2 - EPS) * self.terms[1] if k >= 1 else phi
+    return truncated
 
 
 def _stationary_from_Q(orig, Q):

@@ -143,7 +143,10 @@ def install(name: str, scratch: Path | None = None) -> Mutant:
         raise ValueError(f"--only {name!r}: no such mutant (known: {', '.join(catalogue())})")
     module_name, attr = mutant.target.split(":")
     module = importlib.import_module(module_name)
-    setattr(module, attr, mutant.mutate(getattr(module, attr)))
+    owner, *path = [module, *attr.split(".")]  # "function" or "Class.method"
+    for part in path[:-1]:
+        owner = getattr(owner, part)
+    setattr(owner, path[-1], mutant.mutate(getattr(owner, path[-1])))
     family = mutant.family
     text = render_module(family, module_name, module.generated_functions())
     scratch = Path(scratch or tempfile.mkdtemp(prefix="fastslow-mutant-"))

@@ -194,6 +194,53 @@ def test_alibi_bias_and_slopes():
     assert bias[0, 0, 1] == -math.inf and bias.dtype == torch.float64
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_kernel_constructors_honour_dtype_and_device(dtype):
+    """Every matrix constructor returns the requested dtype and device, including dtypes other
+    than torch's default (float32) and the shape-only ``meta`` device: a GPU run builds its
+    kernels where its stacks live, never on the CPU and never in the default dtype."""
+    from numerics import kernels as K
+
+    made = {"score_bias": K.score_bias(4, 2, "causal", dtype=dtype),
+            "score_bias alibi": K.score_bias(4, 2, "alibi", dtype=dtype),
+            "frozen_kernels": K.frozen_kernels(4, 2, "block", block_size=2, dtype=dtype),
+            "pool_matrix": K.pool_matrix(4, 2, dtype=dtype), "lift_matrix": K.lift_matrix(4, 2, dtype=dtype),
+            "block_shift_matrix": K.block_shift_matrix(3, dtype=dtype),
+            "block_shift_matrix n=1": K.block_shift_matrix(1, dtype=dtype)}
+    assert {name: m.dtype for name, m in made.items()} == dict.fromkeys(made, dtype)
+    # ALiBi in the requested precision: the float64 bias rounded once, not float32 slopes promoted
+    alibi64 = K.score_bias(4, 2, "alibi")
+    assert torch.equal(made["score_bias alibi"], alibi64.to(dtype))
+    assert torch.equal(K.frozen_kernels(4, 2, "alibi"), torch.softmax(alibi64, dim=-1))
+    on_meta = {"allowed_mask": K.allowed_mask(4, "causal", device="meta"),
+               "allowed_mask full": K.allowed_mask(4, "full", device="meta"),
+               "allowed_mask block": K.allowed_mask(4, "block", block_size=2, device="meta"),
+               "score_bias alibi": K.score_bias(4, 2, "alibi", device="meta"),
+               "frozen_kernels": K.frozen_kernels(4, 2, "causal", device="meta"),
+               "pool_matrix": K.pool_matrix(4, 2, device="meta"), "lift_matrix": K.lift_matrix(4, 2, device="meta"),
+               "block_shift_matrix": K.block_shift_matrix(3, device="meta"),
+               "block_shift_matrix n=1": K.block_shift_matrix(1, device="meta")}
+    assert {name: m.device.type for name, m in on_meta.items()} == dict.fromkeys(on_meta, "meta")
+
+
+def test_block_kernel_and_pooling_need_their_block_size():
+    """Full messages, so that a changed or dropped parameter name in them is caught."""
+    from numerics import kernels as K
+
+    with pytest.raises(ValueError, match=r"^T=6 is not divisible by block_size=4: blocks of 4 tokens need T = n\*4$"):
+        K.allowed_mask(6, "block", block_size=4)
+    with pytest.raises(ValueError, match=r"^T=6 is not divisible by P=4: blocks of 4 tokens need T = n\*4$"):
+        K.pool_matrix(6, 4)
+    with pytest.raises(ValueError, match=r"^P=0 must be a positive integer$"):
+        K.lift_matrix(6, 0)
+    with pytest.raises(ValueError, match=r"^kernel='sliding' is not one of causal, full, alibi, block$"):
+        K.frozen_kernels(4, 1, "sliding")
+    with pytest.raises(ValueError, match=r"^A must be one square \(T, T\) kernel, got shape \(2, 4, 4\)$"):
+        K.persistent_left_vector(K.frozen_kernels(4, 2, "causal"))
+    with pytest.raises(ValueError, match=r"^A must be one square \(T, T\) kernel, got shape \(4, 3\)$"):
+        K.persistent_left_vector(torch.ones(4, 3, dtype=torch.float64) / 3)
+
+
 def test_kernel_errors_name_the_parameter():
     from numerics import kernels as K
 
