@@ -72,11 +72,12 @@ def kernel_powers(A: torch.Tensor, degree: int) -> torch.Tensor:
 
 
 def assemble(powers: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
-    """J = Σ_m A^m ⊗ K_m as the (Td)×(Td) matrix (row-major vec), one GEMM and one permute."""
+    """J = Σ_m A^m ⊗ K_m as the (Td)×(Td) matrix (row-major vec), written in place by one
+    batched product: block row (t, i) is Σ_m (A^m)[t, :]ᵀ K_m[i, :], a (T × M)(M × d) product,
+    so J[t, i, s, j] is produced in its final layout (no transposing copy of the Td × Td result)."""
     M, T, _ = powers.shape
     d = K.shape[-1]
-    J4 = (powers.reshape(M, T * T).T @ K.reshape(M, d * d)).reshape(T, T, d, d)
-    return J4.permute(0, 2, 1, 3).reshape(T * d, T * d)
+    return (powers.permute(1, 2, 0)[:, None] @ K.permute(1, 0, 2)[None]).reshape(T * d, T * d)
 
 
 def factorised_jacobian(stack, xbar: torch.Tensor) -> torch.Tensor:

@@ -151,9 +151,10 @@ def polynomial_coefficients(stack: Stack, xbar: torch.Tensor) -> torch.Tensor:
     L, d = P0.shape[0], P0.shape[-1]
     K = torch.zeros(L + 1, d, d, dtype=P0.dtype, device=P0.device)
     K[0] = torch.eye(d, dtype=P0.dtype, device=P0.device)
-    for ell in range(L):
-        shifted = torch.cat([torch.zeros_like(K[:1]), K[:-1]])
-        K = P0[ell] @ K + P1[ell] @ shifted
+    for ell in range(L):  # after ℓ layers only K_0..K_ℓ are nonzero: update that prefix
+        top = K[: ell + 1].clone()
+        K[: ell + 1] = P0[ell] @ top
+        K[1: ell + 2] += P1[ell] @ top
     return K
 
 

@@ -393,7 +393,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
         for layer, values in zip(stack.layers, per_layer):
             for name, p in layer.named_parameters():
                 if name in values:
-                    p.copy_(values[name].to(torch.float64))
+                    p.copy_(values[name])  # copy_ converts to the float64 parameter exactly
     stack = stack.to(dtype=dtype, device=device)
     stack.check_finite()
     return stack
