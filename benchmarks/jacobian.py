@@ -126,14 +126,17 @@ def measure(T: int, d: int, layers: int, heads: int, device: str, *, chunks, rep
     row = {"T": T, "d": d, "layers": layers, "heads": heads,
            "compared": "assembled (Td)x(Td) Jacobian" if _assembled_fits(T, d)
            else "factored form (A^m, K_m) only: the assembled J exceeds the memory limit"}
-    fact_repeats = max(repeats, 5)
+    # the factorised side costs milliseconds: many repeats after a generous warm-up, so that the
+    # first-call costs of a fresh process (thread pool, allocator, page faults) are not timed
+    fact_repeats, fact_warmup = max(repeats, 11), 3
     row["factored_form_seconds"] = median_time(lambda: factored_form(stack, xbar), device,
-                                               repeats=fact_repeats, warmup=1)["median"]
+                                               repeats=fact_repeats, warmup=fact_warmup)["median"]
     if not _assembled_fits(T, d):
         row.update(factorised_seconds=None, dense_seconds=None, speedup=None, relative_error=None,
                    missing="assembled J > %.0f GiB" % (ASSEMBLED_LIMIT_BYTES / 2**30))
         return row
-    fact = median_time(lambda: factorised_jacobian(stack, xbar), device, repeats=fact_repeats, warmup=1)
+    fact = median_time(lambda: factorised_jacobian(stack, xbar), device, repeats=fact_repeats,
+                       warmup=fact_warmup)
     row["factorised_seconds"] = fact["median"]
     if not dense:
         row.update(dense_seconds=None, speedup=None, relative_error=None,
