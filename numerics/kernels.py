@@ -51,14 +51,16 @@ def allowed_mask(T: int, kernel: str, block_size: int | None = None, device=None
 
 def score_bias(T: int, heads: int, kernel: str, block_size: int | None = None,
                dtype=torch.float64, device=None) -> torch.Tensor:
-    """Additive score bias (heads, T, T): -inf where masked, -m_h (i - j) for ALiBi, else 0."""
+    """Additive score bias (heads, T, T): -inf where masked, -m_h (i - j) for ALiBi, else 0.
+
+    ALiBi is computed in float64 from integer distances and rounded once to ``dtype`` (in
+    bfloat16, positions past 256 are not representable, so i − j must not be formed there)."""
     mask = allowed_mask(T, kernel, block_size, device)
     bias = torch.zeros(heads, T, T, dtype=dtype, device=device)
     if kernel == "alibi":
-        i = torch.arange(T, device=device, dtype=dtype)
-        dist = (i[:, None] - i[None, :])
-        slopes = torch.tensor(alibi_slopes(heads), dtype=dtype, device=device)
-        bias = -slopes[:, None, None] * dist
+        i = torch.arange(T, device=device)
+        slopes = torch.tensor(alibi_slopes(heads), dtype=torch.float64, device=device)
+        bias = (-slopes[:, None, None] * (i[:, None] - i[None, :])).to(dtype)
     return bias.masked_fill(~mask, -math.inf)
 
 

@@ -211,6 +211,10 @@ def test_kernel_constructors_honour_dtype_and_device(dtype):
     # ALiBi in the requested precision: the float64 bias rounded once, not float32 slopes promoted
     alibi64 = K.score_bias(4, 2, "alibi")
     assert torch.equal(made["score_bias alibi"], alibi64.to(dtype))
+    # past 256 tokens bfloat16 cannot hold the positions: the distances must be exact first
+    long64 = K.score_bias(300, 1, "alibi")
+    assert torch.equal(K.score_bias(300, 1, "alibi", dtype=dtype), long64.to(dtype))
+    assert long64[0, 299, 0] == -299 * 2.0 ** -8
     assert torch.equal(K.frozen_kernels(4, 2, "alibi"), torch.softmax(alibi64, dim=-1))
     on_meta = {"allowed_mask": K.allowed_mask(4, "causal", device="meta"),
                "allowed_mask full": K.allowed_mask(4, "full", device="meta"),
