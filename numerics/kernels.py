@@ -111,7 +111,8 @@ def persistent_left_vector(A: torch.Tensor) -> torch.Tensor:
     """
     if A.dim() != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be one square (T, T) kernel, got shape {tuple(A.shape)}")
-    M = torch.cat([A.mT - torch.eye(A.shape[0], dtype=A.dtype, device=A.device), torch.ones_like(A[:1])])
+    M = torch.cat([A.mT, torch.ones_like(A[:1])])  # rows: Aᵀ, then the normalisation row 1ᵀ
+    M[:-1].diagonal().sub_(1.0)                      # Aᵀ − I above it
     rhs = torch.zeros_like(M[:, :1])
     rhs[-1] = 1.0
     return torch.linalg.lstsq(M, rhs).solution[:, 0]

@@ -115,6 +115,8 @@ def cmd_reproduce(args) -> int:
 def cmd_mutate(args) -> int:
     from proofs_check.mutants import format_table, run_mutants
 
+    if args.equivalents and not (args.code or args.code_only):
+        raise UsageError("--equivalents needs --code or --code-only (it lists the code mutants' survivors)")
     result, ok = {}, True
     if not args.code_only:
         theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
@@ -124,10 +126,14 @@ def cmd_mutate(args) -> int:
     if args.code or args.code_only:
         from proofs_check.code_mutants import CODE_TARGET, format_summary, run_code_mutants
 
-        code = run_code_mutants(workers=args.workers)
+        from proofs_check.equivalents import annotate, markdown
+
+        code = annotate(run_code_mutants(workers=args.workers))
         print(format_summary(code))
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
+        if args.equivalents:
+            Path(args.equivalents).write_text(markdown(code, "fastslow mutate --code"))
     if args.json:
         write_json(args.json, result)
     return 0 if ok else 1
@@ -219,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     code.add_argument("--code", action="store_true",
                       help="also run the code mutants (mutmut over numerics/stack.py, kernels.py, generated/)")
     code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
+    p.add_argument("--equivalents", metavar="PATH",
+                   help="with --code/--code-only: write the survivors and the rule justifying each "
+                        "(docs/equivalent_mutants.md) as markdown")
     p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")

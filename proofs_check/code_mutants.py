@@ -170,10 +170,15 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
     counts: dict[str, int] = {}
-    for s in statuses.values():
+    by_file: dict[str, list[int]] = {}  # file: [mutants, killed]
+    for n, s in statuses.items():
         counts[s] = counts.get(s, 0) + 1
+        row = by_file.setdefault(n.rsplit(".x", 1)[0].replace(".", "/") + ".py", [0, 0])
+        row[0] += 1
+        row[1] += s in DETECTED
     return {"tool": "mutmut", "version": mutmut.__version__, "paths": paths, "tests": tests, "total": len(statuses),
             "killed": killed, "score": killed / len(statuses), "survivors": survivors, "statuses": counts,
+            "by_file": dict(sorted(by_file.items())),
             "sampled": sorted(statuses, key=_natural) if names else None,
             "seconds": time.perf_counter() - start}
 
@@ -193,6 +198,9 @@ def format_summary(code: dict) -> str:
     lines = [f"code mutation score ({code['tool']} {code.get('version', '')}): {code['killed']}/{code['total']} = {code['score']:.3f}"
              f"  [{', '.join(f'{k}: {v}' for k, v in sorted(code['statuses'].items()))}]"
              f"  {code['seconds']:.0f} s"]
+    if "justified" in code:
+        lines.append("  survivors: " + ", ".join(f"{k} {v}" for k, v in code["justified"].items())
+                     + "  (rules: proofs_check/equivalents.py)")
     for s in code["survivors"]:
-        lines.append(f"  {s['status']:>9}  {s['file']}:{s['line']}  {s['mutation']}")
+        lines.append(f"  {s.get('justified') or 'OPEN':>4} {s['status']:>9}  {s['file']}:{s['line']}  {s['mutation']}")
     return "\n".join(lines)

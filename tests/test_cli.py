@@ -29,6 +29,7 @@ BAD = [
     (["simulate", "--P", "0", "--gate", "0.5"], "gate=0.5 needs the slow path"),
     (["check", "--claim", "9.9"], "--claim 9.9"),
     (["figures", "--only", "no_such_figure"], "no_such_figure"),
+    (["mutate", "--equivalents", "x.md"], "--equivalents needs --code or --code-only"),
 ]
 
 

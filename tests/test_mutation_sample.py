@@ -57,3 +57,42 @@ def test_bad_arguments_name_the_parameter():
         run_code_mutants(["theory/stability.py"], CODE_TESTS)
     with pytest.raises(ValueError, match="limit"):
         run_code_mutants([CODE_FILE], CODE_TESTS, limit=0)
+
+
+@pytest.mark.parametrize("old,new,rule", [
+    ('q = torch.einsum("...td,hdk->...htk", z, W)', 'q = torch.einsum("...TD,HDK->...HTK", z, W)', "E1"),
+    ('raise ValueError("weights_at needs it")', 'raise ValueError("WEIGHTS_AT NEEDS IT")', None),
+    ("_c0 = torch.tensor(0, dtype=x.dtype, device=x.device)", "_c0 = torch.tensor(0, device=x.device)", "E2"),
+    ("_c0 = torch.tensor(0, dtype=x.dtype, device=x.device)", "_c0 = torch.tensor(1, dtype=x.dtype, device=x.device)",
+     None),
+    ("x2 = x0 - 1/d * torch.ones(d, d, dtype=x.dtype)", "x2 = x0 - 1/d / torch.ones(d, d, dtype=x.dtype)", "E3"),
+    ("x2 = x0 - 1/d * torch.ones(d, d, dtype=x.dtype)", "x2 = x0 - 1/d * torch.ones(d, dtype=x.dtype)", "E4"),
+    ("x2 = x0 - 1/d * torch.ones(d, d, dtype=x.dtype)", "x2 = x0 + 1/d * torch.ones(d, d, dtype=x.dtype)", None),
+    ("y = z.flatten(-2, -1)", "y = z.flatten(-2, )", "E6"),
+    ("M = torch.cat([A, B], dim=0)", "M = torch.cat([A, B], )", "E7"),
+    ("M = torch.cat([A, B], dim=0)", "M = torch.cat([A, B], dim=1)", None),
+    ('K.check_divisible(cfg.T, cfg.P, "P")', "K.check_divisible(cfg.T, cfg.P, )", "E7"),
+    ('leaf = name.rsplit(".", 1)[-1]', 'leaf = name.rsplit(".", 2)[-1]', "E8"),
+    ('leaf = name.rsplit(".", 1)[-1]', 'leaf = name.rsplit(".", 1)[0]', None),
+    ("for name in draws[0]}", "for name in draws[1]}", "E9"),
+    ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=dtype, device=None)", "D"),
+    ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=dtype, )", "D"),
+    ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=None, device=device)", None),
+    ("device=next(iter(self._path.values())).device)", ")", "D"),
+])
+def test_equivalence_rules_match_exactly_their_mutations(old, new, rule):
+    """Each rule justifies its own kind of mutation and not a near miss that changes behaviour."""
+    from proofs_check.equivalents import classify
+
+    got = classify({"mutant": "numerics.stack.x_f__mutmut_1", "mutation": f"{old}  ->  {new}"})
+    assert (got.key if got else None) == rule
+
+
+def test_cancelling_constant_rule_is_confined_to_its_function():
+    from proofs_check.equivalents import classify
+
+    line = "x0 = alpha*h - 1  ->  x0 = alpha*h + 1"
+    assert classify({"mutant": "numerics.generated.factorisation.x_G_layer_coefficient_1__mutmut_3",
+                     "mutation": line}).key == "E5"
+    assert classify({"mutant": "numerics.generated.factorisation.x_G_layer_coefficient_0__mutmut_3",
+                     "mutation": line}) is None
