@@ -88,6 +88,9 @@ RULES: tuple[Rule, ...] = (
     Rule("E9", "equivalent", "the smooth path's draws all come from one layer, so draws[0] and draws[1] have the "
          "same parameter names",
          lambda _n, old, new: "for name in draws[0]" in old and new == old.replace("draws[0]", "draws[1]")),
+    Rule("E10", "equivalent", "the least-squares right-hand side given a second, identical column: lstsq "
+         "solves each column on its own and only the first is read",
+         lambda _n, old, new: "zeros_like(M[:, :1])" in old and new == old.replace("M[:, :1]", "M[:, :2]")),
     Rule("D", "device-only", "a device argument set to None or dropped: the same tensor on a machine whose "
          "only device is the CPU; a second device (CUDA) tells them apart", _device_dropped),
 )

@@ -215,6 +215,10 @@ def test_kernel_constructors_honour_dtype_and_device(dtype):
     long64 = K.score_bias(300, 1, "alibi")
     assert torch.equal(K.score_bias(300, 1, "alibi", dtype=dtype), long64.to(dtype))
     assert long64[0, 299, 0] == -299 * 2.0 ** -8
+    # three heads: slopes 2^(−8/3), … are not binary fractions, so they must be float64 throughout
+    three = K.score_bias(5, 3, "alibi")
+    assert all(three[h, i, j] == -K.alibi_slopes(3)[h] * (i - j)
+               for h in range(3) for i in range(5) for j in range(i + 1))
     assert torch.equal(K.frozen_kernels(4, 2, "alibi"), torch.softmax(alibi64, dim=-1))
     on_meta = {"allowed_mask": K.allowed_mask(4, "causal", device="meta"),
                "allowed_mask full": K.allowed_mask(4, "full", device="meta"),

@@ -75,6 +75,8 @@ def test_bad_arguments_name_the_parameter():
     ('leaf = name.rsplit(".", 1)[-1]', 'leaf = name.rsplit(".", 2)[-1]', "E8"),
     ('leaf = name.rsplit(".", 1)[-1]', 'leaf = name.rsplit(".", 1)[0]', None),
     ("for name in draws[0]}", "for name in draws[1]}", "E9"),
+    ("rhs = torch.zeros_like(M[:, :1])", "rhs = torch.zeros_like(M[:, :2])", "E10"),
+    ("rhs = torch.zeros_like(M[:, :1])", "rhs = torch.zeros_like(M[:, :1]) + 1", None),
     ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=dtype, device=None)", "D"),
     ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=dtype, )", "D"),
     ("s = stack.to(dtype=dtype, device=device)", "s = stack.to(dtype=None, device=device)", None),
@@ -96,3 +98,18 @@ def test_cancelling_constant_rule_is_confined_to_its_function():
                      "mutation": line}).key == "E5"
     assert classify({"mutant": "numerics.generated.factorisation.x_G_layer_coefficient_0__mutmut_3",
                      "mutation": line}) is None
+
+
+def test_code_mutant_test_ids_are_ascii():
+    """mutmut re-selects tests by node id; pytest escapes non-ASCII ids, so such a test would be
+    found by no id, pytest would exit 4 and mutmut would count the mutant as killed."""
+    import subprocess
+    import sys
+
+    from proofs_check.code_mutants import DEFAULT_TESTS, REPO
+
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           *DEFAULT_TESTS], cwd=REPO, capture_output=True, text=True, check=True)
+    ids = [ln for ln in proc.stdout.splitlines() if "::" in ln]
+    assert len(ids) > 100, proc.stdout[-2000:]
+    assert [i for i in ids if not i.isascii() or "\\u" in i or "\\x" in i] == []
