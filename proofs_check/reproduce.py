@@ -113,8 +113,15 @@ def _mutation_section(out: Path) -> list[str]:
         lines += [f"| {m['name']} | {m['claim']} | {m['killed_by'] or '**SURVIVED**'} |" for m in theory["mutants"]]
     code = data.get("code")
     if code:
+        justified = code.get("justified")
+        why = (f" ({justified['equivalent']} equivalent, {justified['device-only']} device-only, "
+               f"{justified['open']} open; rules in proofs_check/equivalents.py, list in "
+               "docs/equivalent_mutants.md)") if justified else ""
         lines += ["", f"Code mutation score ({code['tool']}): **{code['killed']}/{code['total']} = "
-                  f"{code['score']:.2f}**; survivors: {len(code.get('survivors', []))}."]
+                  f"{code['score']:.3f}**; survivors: {len(code.get('survivors', []))}{why}."]
+        if code.get("by_file"):
+            lines += ["", "| file | mutants | killed | score |", "|---|---|---|---|"]
+            lines += [f"| `{f}` | {t} | {k} | {k / t:.3f} |" for f, (t, k) in code["by_file"].items()]
     return lines
 
 

@@ -113,3 +113,22 @@ def test_code_mutant_test_ids_are_ascii():
     ids = [ln for ln in proc.stdout.splitlines() if "::" in ln]
     assert len(ids) > 100, proc.stdout[-2000:]
     assert [i for i in ids if not i.isascii() or "\\u" in i or "\\x" in i] == []
+
+
+def test_report_section_shows_both_scores(tmp_path):
+    import json
+
+    from proofs_check.reproduce import _mutation_section
+
+    assert "No mutation run" in "\n".join(_mutation_section(tmp_path))
+    (tmp_path / "mutation.json").write_text(json.dumps({
+        "theory": {"total": 2, "killed": 2, "score": 1.0,
+                   "mutants": [{"name": "a", "claim": "2.1", "killed_by": "numeric check"},
+                               {"name": "b", "claim": "5.1", "killed_by": "symbolic step: x"}]},
+        "code": {"tool": "mutmut", "total": 10, "killed": 9, "score": 0.9, "survivors": [{}],
+                 "justified": {"equivalent": 1, "device-only": 0, "open": 0},
+                 "by_file": {"numerics/stack.py": [10, 9]}}}))
+    text = "\n".join(_mutation_section(tmp_path))
+    assert "Theory mutation score: **2/2 = 1.00**" in text and "| a | 2.1 | numeric check |" in text
+    assert "Code mutation score (mutmut): **9/10 = 0.900**; survivors: 1 (1 equivalent, 0 device-only, 0 open" in text
+    assert "| `numerics/stack.py` | 10 | 9 | 0.900 |" in text
