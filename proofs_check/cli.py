@@ -115,15 +115,18 @@ def cmd_reproduce(args) -> int:
 def cmd_mutate(args) -> int:
     from proofs_check.mutants import format_table, run_mutants
 
-    if args.equivalents and not (args.code or args.code_only):
-        raise UsageError("--equivalents needs --code or --code-only (it lists the code mutants' survivors)")
+    if args.equivalents and (args.theory_only or args.only):
+        raise UsageError("--equivalents lists the code mutants' survivors: it cannot go with "
+                         + ("--theory-only" if args.theory_only else "--only"))
+    if args.only and args.code_only:
+        raise UsageError("--only names theory mutants: it cannot go with --code-only")
     result, ok = {}, True
     if not args.code_only:
         theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
         print(format_table(theory))
         result["theory"] = theory
         ok = theory["killed"] == theory["total"]
-    if args.code or args.code_only:
+    if not args.theory_only and not args.only:
         from proofs_check.code_mutants import CODE_TARGET, format_summary, run_code_mutants
 
         from proofs_check.equivalents import annotate, markdown
@@ -133,7 +136,7 @@ def cmd_mutate(args) -> int:
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
-            Path(args.equivalents).write_text(markdown(code, "fastslow mutate --code"))
+            Path(args.equivalents).write_text(markdown(code, "fastslow mutate"))
     if args.json:
         write_json(args.json, result)
     return 0 if ok else 1
@@ -215,18 +218,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.set_defaults(run=cmd_bench)
 
-    p = sub.add_parser("mutate", help="theory mutants: is each deliberate mistake caught? (mutation score)")
+    p = sub.add_parser("mutate", help="theory and code mutants: is each deliberate mistake caught? "
+                                       "(mutation scores)")
     p.add_argument("--only", action="append", metavar="NAME", help="this mutant only (repeatable)")
     p.add_argument("--json", metavar="PATH", help="write the scores as JSON")
     p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     p.add_argument("--no-tests", action="store_true",
                    help="ledger checks only; skip running the family's tests on survivors")
     code = p.add_mutually_exclusive_group()
-    code.add_argument("--code", action="store_true",
-                      help="also run the code mutants (mutmut over numerics/stack.py, kernels.py, generated/)")
+    code.add_argument("--theory-only", action="store_true",
+                      help="the theory mutants only, not mutmut's code mutants (which run by default over "
+                           "numerics/stack.py, kernels.py, generated/; --only implies this)")
     code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
     p.add_argument("--equivalents", metavar="PATH",
-                   help="with --code/--code-only: write the survivors and the rule justifying each "
+                   help="write the code mutants' survivors and the rule justifying each "
                         "(docs/equivalent_mutants.md) as markdown")
     p.set_defaults(run=cmd_mutate)
 

@@ -134,7 +134,7 @@ def markdown(code: dict, command: str) -> str:
         lines.append(f"| `{path}` | {row['total']} | {row['killed']} | {score:.3f} | {row['equivalent']} | "
                      f"{row['device-only']} | {row['open']} |")
     lines += ["", "Every survivor is killed by a new test or justified by one of these rules "
-              "(`proofs_check/equivalents.py`, which `fastslow mutate --code` applies):", ""]
+              "(`proofs_check/equivalents.py`, which `fastslow mutate` applies):", ""]
     lines += [f"- **{r.key}** ({r.kind}): {r.why}." for r in RULES]
     lines += ["", "| file | line | mutation | rule |", "|---|---|---|---|"]
     for s in code["survivors"]:

@@ -102,7 +102,7 @@ def _mutation_section(out: Path) -> list[str]:
     path = out / "mutation.json"
     if not path.exists():
         return ["", "## Verification power", "",
-                f"No mutation run in {out}: `fastslow mutate --code --json {path}` measures it "
+                f"No mutation run in {out}: `fastslow mutate --json {path}` measures it "
                 "(about 20 minutes on 2 cores), and the next `reproduce` shows it here."]
     data = json.loads(path.read_text())
     lines = ["", "## Verification power", ""]

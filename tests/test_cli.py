@@ -29,7 +29,8 @@ BAD = [
     (["simulate", "--P", "0", "--gate", "0.5"], "gate=0.5 needs the slow path"),
     (["check", "--claim", "9.9"], "--claim 9.9"),
     (["figures", "--only", "no_such_figure"], "no_such_figure"),
-    (["mutate", "--equivalents", "x.md"], "--equivalents needs --code or --code-only"),
+    (["mutate", "--theory-only", "--equivalents", "x.md"], "cannot go with --theory-only"),
+    (["mutate", "--code-only", "--only", "G-sign-flip"], "--only names theory mutants"),
 ]
 
 

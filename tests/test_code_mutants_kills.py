@@ -1,6 +1,6 @@
 """Every generated function evaluates its own SymPy derivation, on batches, keeping dtype and device.
 
-These tests kill code mutants (`fastslow mutate --code`) of ``numerics/generated/*.py``:
+These tests kill code mutants (`fastslow mutate`) of ``numerics/generated/*.py``:
 a changed operator, constant, index, keyword or dropped term in a generated function
 changes its value on generic inputs, its batch shape, or its dtype/device.
 
