@@ -76,7 +76,7 @@ def check_1_2(ctx) -> ClaimResult:
         worst = max(worst, err)
         rows.append({"T": T, "d": d, "L": L, "kernel": kernel, "rel_error": err})
         measured = nd.relative(nd.depth_ordered_product(Js, reverse=True), J)
-        predicted = float(nd.commutator_prediction(Js, st.h).norm() / J.norm())
+        predicted = float((nd.commutator_prediction(Js, st.h).norm() / J.norm()).detach())
         # the prediction is the O(h²) term; the O(h³) remainder allows a factor ≤ 1 + O(h) ≲ 2
         ok = measured > 1e-6 and 0.5 <= measured / predicted <= 2.0
         ctrl_ok &= ok
