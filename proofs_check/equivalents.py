@@ -114,15 +114,12 @@ def annotate(code: dict) -> dict:
 
 
 def markdown(code: dict, command: str) -> str:
-    """docs/equivalent_mutants.md for an annotated ``run_code_mutants`` result."""
-    by_file: dict[str, dict] = {}
-    statuses = code.get("by_file", {})
-    for path, (total, killed) in statuses.items():
-        by_file[path] = {"total": total, "killed": killed, "equivalent": 0, "device-only": 0, "open": 0}
+    """docs/equivalent_mutants.md for a ``run_code_mutants`` result that ``annotate`` has seen."""
+    kinds = {r.key: r.kind for r in RULES}
+    by_file = {path: {"total": total, "killed": killed, "equivalent": 0, "device-only": 0, "open": 0}
+               for path, (total, killed) in code["by_file"].items()}
     for s in code["survivors"]:
-        rule = classify(s)
-        row = by_file.setdefault(s["file"], {"total": 0, "killed": 0, "equivalent": 0, "device-only": 0, "open": 0})
-        row[rule.kind if rule else "open"] += 1
+        by_file[s["file"]][kinds.get(s["justified"], "open")] += 1
     lines = ["# Surviving code mutants", "",
              f"`{command}` (mutmut {code.get('version', '')}) over {', '.join(f'`{p}`' for p in code['paths'])} "
              f"with {', '.join(f'`{t}`' for t in code['tests'])}: **{code['killed']}/{code['total']} = "
@@ -138,7 +135,6 @@ def markdown(code: dict, command: str) -> str:
     lines += [f"- **{r.key}** ({r.kind}): {r.why}." for r in RULES]
     lines += ["", "| file | line | mutation | rule |", "|---|---|---|---|"]
     for s in code["survivors"]:
-        rule = classify(s)
         mutation = s["mutation"].replace("|", "\\|")
-        lines.append(f"| {s['file']} | {s['line']} | `{mutation[:160]}` | {rule.key if rule else '**open**'} |")
+        lines.append(f"| {s['file']} | {s['line']} | `{mutation[:160]}` | {s['justified'] or '**open**'} |")
     return "\n".join(lines) + "\n"
