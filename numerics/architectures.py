@@ -72,6 +72,11 @@ def check_arch(arch: str) -> str:
     return arch
 
 
+def wrap(stack: S.Stack) -> "PreLN":
+    """The plain pre-LN stack as an :class:`ArchStack` (state = tokens, one step per layer)."""
+    return PreLN(stack.config, {}, stack)
+
+
 def resolve_options(arch: str, options: dict | None) -> dict:
     """Defaults of ``arch`` updated by ``options``; an unknown or bad option is a ValueError."""
     check_arch(arch)
@@ -595,3 +600,7 @@ def build(arch: str = "preln", *, arch_options: dict | None = None, dtype=torch.
     if arch == "mhc":
         return MHC(config, options, base, gen, dtype, device)
     return Compressed(config, options, base, gen, dtype, device)
+
+
+for _arch in ARCHS[1:]:
+    S.register_variant(_arch, build)

@@ -107,10 +107,25 @@ def validate_config(cfg: StackConfig) -> StackConfig:
         raise ValueError(f"weight_path={cfg.weight_path!r} is not one of None, 'smooth'")
     if not isinstance(cfg.seed, int):
         raise ValueError(f"seed={cfg.seed!r} must be an integer")
-    from numerics.architectures import check_arch  # variants live there (issue 11)
-
     check_arch(cfg.arch)
     return cfg
+
+
+#: arch name -> builder ``f(arch, *, arch_options, dtype, device, **random_stack_kwargs)``.
+#: The base stack is "preln"; ``numerics.architectures`` registers the other variants on import.
+VARIANTS: dict = {}
+
+
+def register_variant(arch: str, builder) -> None:
+    """Make ``random_stack(..., arch=arch)`` call ``builder``."""
+    VARIANTS[arch] = builder
+
+
+def check_arch(arch: str) -> str:
+    known = ("preln", *VARIANTS)
+    if arch not in known:
+        raise ValueError(f"arch={arch!r} is not one of {', '.join(known)}")
+    return arch
 
 
 def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
@@ -366,9 +381,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
     if arch != "preln":
-        from numerics.architectures import build
-
-        return build(arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
+        return VARIANTS[check_arch(arch)](arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
                      heads=heads, kernel=kernel, P=P, gate=gate, seed=seed, mlp_ratio=mlp_ratio,
                      weight_path=weight_path, slow_kernel=slow_kernel, block_size=block_size,
                      value_scale=value_scale, weight_scale=weight_scale, decay=decay, ln_gain=ln_gain)

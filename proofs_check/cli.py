@@ -11,8 +11,9 @@ import json
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from proofs_check.io import write_json
 
 DEVICES = ("auto", "cpu", "cuda")
 PROFILES = ("ci", "thorough")
@@ -30,16 +31,6 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not finite")
     return value
-
-
-def write_json(path: str | os.PathLike, data) -> None:
-    """Write JSON atomically: a temporary file in the same folder, then os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2, default=str)
-    os.replace(tmp, path)
 
 
 def _device(name: str) -> str:

@@ -8,22 +8,11 @@ Derivations are cached by source hash (``.fastslow-cache``), so a rerun skips Sy
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from proofs_check.cli import write_json
-
-
-def write_text(path: Path, text: str) -> None:
-    """Atomic text write: a temporary file in the same folder, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+from proofs_check.io import write_json, write_text
 
 
 def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:

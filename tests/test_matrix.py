@@ -9,8 +9,9 @@ import json
 import pytest
 
 from proofs_check.ledger import CheckContext
-from proofs_check.matrix import (EXACT, STATUSES, _factorisation_error, eval_2_1, matrix_section, preln_cell,
-                                 run_matrix)
+from proofs_check.checks.factorisation import _factorisation_error, arch_eval_2_1 as eval_2_1
+from proofs_check.matrix import STATUSES, matrix_section, preln_cell, run_matrix
+from proofs_check.on_stack import EXACT
 
 
 @pytest.fixture(scope="module")

@@ -209,3 +209,70 @@ def check_3_2(ctx) -> ClaimResult:
                                                    for r in table if r["part"] == "b" and r["seed"] == 0) +
              " (W_VO = 20·I + noise and a different draw: same trend, faster decay).")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
+
+# ----------------------------------------------------------------------------- other architectures
+# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
+
+import math  # noqa: E402
+
+from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
+                                reference_input, state_jacobian, step_jacobians)
+from proofs_check.on_stack import EXACT, arch_evaluator, arch_stack, shrink  # noqa: E402
+
+F64 = torch.float64
+
+
+@arch_evaluator("3.1")
+def arch_eval_3_1(arch, ctx):
+    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    s = arch_stack(arch, seed=ctx.seed, value_scale=20.0, layers=4, **kw)
+    X = reference_input(s, ctx.seed)
+    A = s.frozen_kernel()
+    tau = 0.5
+    Js = step_jacobians(s, X)
+    per = [eigen_blocks(J, A, s.features) for J in Js]
+    lam, condS = per[0][0], per[0][2]
+    prods = [torch.eye(s.features, dtype=F64).expand(len(lam), -1, -1)]
+    for _, blocks, _ in per:
+        prods.append(blocks @ prods[-1])
+    r = torch.stack([torch.linalg.matrix_norm(p[1:], ord=2) / torch.linalg.matrix_norm(p[0], ord=2)
+                     for p in prods[1:]])  # (steps, decaying modes)
+    below = (r.max(-1).values <= tau).tolist()
+    measured = next((ell for ell in range(len(below)) if all(below[ell:])), None)
+    rho = max(float((torch.linalg.matrix_norm(b[1:], ord=2) /
+                     torch.linalg.svdvals(b[0])[-1]).max()) for _, b, _ in per)
+    bound = math.ceil(math.log(tau / condS) / math.log(rho)) if rho < 1 else None
+    ev = {"tau": tau, "measured_saturation_depth": measured, "rho": rho, "kappa": condS, "bound": bound,
+          "r_last": r[-1].tolist(), "value_scale": 20.0}
+    if rho < 1:
+        if measured is not None and measured <= bound:
+            return "holds", None, ev, None
+        return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "value_scale": 20.0}
+    return ("conditional", f"ρ < 1 (here ρ = {rho:.2f} ≥ 1: the bound is vacuous; the measured ℓ* "
+            f"{'= ' + str(measured) if measured is not None else 'does not exist'} at τ = {tau})", ev, None)
+
+
+@arch_evaluator("3.2")
+def arch_eval_3_2(arch, ctx):
+    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+
+    def leak(kernel):
+        s = arch_stack(arch, seed=ctx.seed, kernel=kernel, block_size=2, value_scale=20.0, **kw)
+        J = state_jacobian(s, reference_input(s, ctx.seed))
+        from numerics.kernels import lift_matrix, pool_matrix
+
+        T, F = s.config.T, s.features
+        Pi = torch.kron(pool_matrix(T, 2), torch.eye(F, dtype=F64))
+        Q = torch.kron(lift_matrix(T, 2) @ pool_matrix(T, 2), torch.eye(F, dtype=F64))
+        I = torch.eye(T * F, dtype=F64)
+        return (float(torch.linalg.norm(Pi @ J @ (I - Q)) / torch.linalg.norm(J)),
+                float(torch.linalg.norm(J - Q @ J @ Q) / torch.linalg.norm(J)))
+
+    (a_block, b_block), (a_causal, b_causal) = leak("block"), leak("causal")
+    ev = {"a_block_rel": a_block, "a_causal_rel": a_causal, "b_block_rel": b_block, "b_causal_rel": b_causal,
+          "tolerance_a": EXACT}
+    if a_block <= EXACT and a_causal > 1e-3:
+        return ("conditional", "kernels leave ker Π invariant (full/block); fails for causal (its persistent "
+                "mode sits on the first token, e₁)" + (" and compress_gate = 0" if arch == "compressed" else ""),
+                ev, {"arch": arch, "seed": ctx.seed, "kernel": "causal", "a_rel": a_causal})
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "kernel": "block"}

@@ -267,3 +267,171 @@ class _Weights(torch.nn.Module):
 
     def forward(self, z):
         return self.attn.weights(z)
+
+# ----------------------------------------------------------------------------- other architectures
+# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
+
+import math  # noqa: E402
+
+from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
+                                reference_input, state_jacobian, step_jacobians)
+from proofs_check.on_stack import EXACT, arch_evaluator, arch_stack, shrink  # noqa: E402
+
+F64 = torch.float64
+
+
+def _factorisation_error(arch, seed, **kw):
+    s = arch_stack(arch, seed=seed, **kw)
+    X = reference_input(s, seed)
+    return commutator_error(state_jacobian(s, X), s.frozen_kernel(), s.features), s
+
+
+def _block_formula_error(arch, s, X):
+    """The generated block formula for postln / mhc against the extracted per-layer block."""
+    from numerics.generated import architectures as gen
+
+    A = s.frozen_kernel()
+    errs = []
+    s0 = s.embed(X).detach()
+    sbar = s0[0]
+    for i in range(s.n_steps):
+        J = flat_jacobian(lambda z, i=i: s.step(i, z), s0)
+        lam, blocks, _ = eigen_blocks(J, A, s.features)
+        layer = s.base.layers[i]
+        for k in range(len(lam)):
+            lt = lam[k]
+            if arch == "postln":
+                W = layer.attn.value_output().T
+                pre1 = (1 - layer.h * layer.decay) * sbar + layer.h * sbar @ layer.attn.value_output()
+                J1 = flat_jacobian(layer.ln1, pre1)
+                u = layer.ln1(pre1).detach()
+                M = flat_jacobian(layer.mlp, u)
+                J2 = flat_jacobian(layer.ln2, u + layer.h * layer.mlp(u).detach())
+                pred = gen.postln_mode_block(lt, torch.tensor(layer.h, dtype=F64),
+                                             torch.tensor(layer.decay, dtype=F64), W, J1, M, J2)
+            else:  # mhc: stream blocks from the inner layer's own block G(λ)
+                n, d = s.n, s.config.d
+                ybar = (s.read_weights()[i][:, None] * sbar.reshape(n, d)).sum(0).detach()
+                Y = ybar.expand(s.config.T, d).clone()
+                Gl = eigen_blocks(flat_jacobian(layer, Y), A, d)[1][k]
+                H, al, be = s.stream_mixing()[i], s.read_weights()[i], s.write_weights()[i]
+                pred = gen.mhc_mode_block(H, be[:, None], al[None, :], Gl)  # (n, n, d, d)
+                pred = pred.permute(0, 2, 1, 3).reshape(n * d, n * d)
+            errs.append(float((blocks[k] - pred).detach().abs().max() / blocks[k].abs().max()))
+        with torch.no_grad():
+            s0 = s.step(i, s0)
+            sbar = s0[0]
+    return max(errs)
+
+
+@arch_evaluator("2.1")
+def arch_eval_2_1(arch, ctx):
+    if arch == "compressed":
+        err, _ = _factorisation_error(arch, ctx.seed)
+        closed, _ = _factorisation_error(arch, ctx.seed, arch_options={"compress_gate": 0.0})
+        from hypothesis import strategies as st
+
+        cex = shrink(lambda p: _factorisation_error(arch, p["seed"], arch_options={
+            "compress_gate": p["compress_gate"]})[0] > 1e-8,
+            st.fixed_dictionaries({"seed": st.integers(0, 20), "compress_gate": st.floats(0.0, 2.0)}),
+            max_examples=5)
+        return ("fails", "compress_gate = 0 (then it is the preln stack): tokens before the first complete "
+                "block see no compressed keys, A_c Π 1 ≠ 1, so no token-homogeneous reference exists",
+                {"commutator_rel": err, "commutator_rel_gate0": closed, "tolerance": EXACT},
+                {"arch": arch, **(cex or {}), "T": 4, "P": 2, "d": 4, "layers": 3})
+    err, s = _factorisation_error(arch, ctx.seed)
+    X = reference_input(s, ctx.seed, homogeneous=False)
+    control = commutator_error(state_jacobian(s, X), s.frozen_kernel(), s.features)
+    ev = {"commutator_rel": err, "tolerance": EXACT, "block_size": s.features,
+          "control_inhomogeneous_commutator_rel": control}
+    if arch in ("postln", "mhc"):
+        ev["generated_block_formula_rel_error"] = _block_formula_error(arch, s, reference_input(s, ctx.seed))
+        ev["formula"] = ("theory.architectures.postln_mode_block" if arch == "postln"
+                         else "theory.architectures.mhc_mode_block (H ⊗ I + βαᵀ ⊗ (G(λ) − I))")
+    ok = err <= EXACT and control > 1e-3 and ev.get("generated_block_formula_rel_error", 0.0) <= 1e-10
+    cond = {"relu": "almost everywhere (off the ReLU kink set)",
+            "looped": None, "hrm": None, "mhc": None, "postln": None}.get(arch)
+    if not ok:
+        return "fails", None, ev, {"arch": arch, "seed": ctx.seed}
+    return ("conditional" if cond else "holds"), cond, ev, None
+
+
+@arch_evaluator("2.2")
+def arch_eval_2_2(arch, ctx):
+    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    s = arch_stack(arch, seed=ctx.seed, **kw)
+    deltas = (1e-4, 1e-3, 1e-2)
+    offs = [commutator_error(state_jacobian(s, reference_input(s, ctx.seed, delta=dl)), s.frozen_kernel(), s.features)
+            for dl in deltas]
+    sl = loglog_slope(deltas, offs)
+    ev = {"delta": list(deltas), "off_block_rel": offs, "slope": sl, "slope_band": [0.9, 1.1],
+          "tested": "condition (a) homogeneity; (b) token-wise LN/MLP and (c) commuting kernels are "
+                    "properties of the shared modules (numerics.stack), as in the preln check"}
+    if not 0.9 <= sl <= 1.1:
+        return "fails", None, ev, {"arch": arch, "seed": ctx.seed}
+    if arch == "compressed":
+        return ("conditional", "an extra condition (d): every kernel row-stochastic (A1 = 1); the compressed "
+                "branch violates it (tested with compress_gate = 0)", ev, None)
+    return "holds", None, ev, None
+
+
+@arch_evaluator("2.3")
+def arch_eval_2_3(arch, ctx):
+    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    layers = 2
+    s = arch_stack(arch, T=6, layers=layers if arch != "hrm" else 2, seed=ctx.seed, **kw)
+    A = s.frozen_kernel()
+    lam, blocks, condS = eigen_blocks(state_jacobian(s, reference_input(s, ctx.seed)), A, s.features)
+    D = s.attention_degree()
+
+    def fit_residual(deg):
+        V = torch.stack([lam ** m for m in range(deg + 1)], dim=1)  # (T, deg+1)
+        flat = blocks.reshape(len(lam), -1)
+        coef = torch.linalg.lstsq(V, flat).solution
+        return float(torch.linalg.norm(V @ coef - flat) / torch.linalg.norm(flat))
+
+    res, res_low = fit_residual(D), fit_residual(D - 1)
+    tol = 1e-10  # float64 × cond(S) ≈ 1e2 × Vandermonde conditioning at T = 6
+    ev = {"T": 6, "degree": D, "poly_residual": res, "tolerance": tol, "cond_S": condS,
+          "control_degree_minus_1_residual": res_low}
+    if res <= tol and res_low > 1e-6:
+        return "holds", None, ev, None
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "T": 6}
+
+
+def _qk_invisibility(arch, seed, homogeneous=True, **kw):
+    s = arch_stack(arch, seed=seed, **kw)
+    X = reference_input(s, seed, homogeneous=homogeneous)
+    with torch.no_grad():
+        out0 = s(X)
+    J0 = state_jacobian(s, X)
+    g = torch.Generator().manual_seed(seed + 99)
+    with torch.no_grad():
+        for name, p in s.named_parameters():
+            if name.endswith("W_Q") or name.endswith("W_K"):
+                p.copy_(torch.randn(p.shape, generator=g, dtype=F64))
+        out1 = s(X)
+    J1 = state_jacobian(s, X)
+    return max(float((out1 - out0).norm() / out0.norm()), float(torch.linalg.norm(J1 - J0) / torch.linalg.norm(J0)))
+
+
+@arch_evaluator("2.4")
+def arch_eval_2_4(arch, ctx):
+    err = _qk_invisibility(arch, ctx.seed)
+    control = _qk_invisibility(arch, ctx.seed, homogeneous=False)
+    ev = {"rel_change_after_redrawing_WQ_WK": err, "tolerance": EXACT, "control_inhomogeneous": control}
+    if err <= EXACT and control > 1e-6:
+        return "holds", None, ev, None
+    if arch == "compressed":
+        closed = _qk_invisibility(arch, ctx.seed, arch_options={"compress_gate": 0.0})
+        ev["rel_change_gate0"] = closed
+        from hypothesis import strategies as st
+
+        cex = shrink(lambda p: _qk_invisibility(arch, p["seed"], arch_options={
+            "compress_gate": p["compress_gate"]}) > 1e-8,
+            st.fixed_dictionaries({"seed": st.integers(0, 20), "compress_gate": st.floats(0.0, 2.0)}),
+            max_examples=5)
+        return ("fails", "compress_gate = 0: after the first layer the early tokens differ (no compressed "
+                "keys yet), the scores are no longer constant and W_Q, W_K become visible", ev,
+                {"arch": arch, **(cex or {}), "T": 4, "P": 2})
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 import math
 import random
 
@@ -198,3 +200,66 @@ def check_6_3(ctx) -> ClaimResult:
                             f" not 2: the P² saving holds for scores and mixing only")
     return ClaimResult(symbolic, numeric, control,
                        notes="Timings (CPU, one run) are in benchmarks/slow_path_cost.py and the slow_path_cost figure.")
+
+# ----------------------------------------------------------------------------- other architectures
+# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
+
+import math  # noqa: E402
+
+from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
+                                reference_input, state_jacobian, step_jacobians)
+from proofs_check.on_stack import EXACT, arch_evaluator, arch_free, arch_stack, shrink  # noqa: E402
+
+F64 = torch.float64
+
+
+def attention_flops(n_q: int, n_kv: int, d: int, heads: int) -> dict:
+    """Measured FLOPs (torch FlopCounterMode) of one attention with n_q queries and n_kv keys:
+    ``projections`` (Q, K, V, O) and ``mixing`` (scores q kᵀ and weights · v)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    dk = d // heads
+    g = torch.Generator().manual_seed(0)
+    zq, zk = torch.randn(n_q, d, generator=g, dtype=F64), torch.randn(n_kv, d, generator=g, dtype=F64)
+    Wq, Wk, Wv = (torch.randn(heads, d, dk, generator=g, dtype=F64) for _ in range(3))
+    Wo = torch.randn(heads, dk, d, generator=g, dtype=F64)
+    with FlopCounterMode(display=False) as proj:
+        q = torch.einsum("td,hdk->htk", zq, Wq)
+        k = torch.einsum("td,hdk->htk", zk, Wk)
+        v = torch.einsum("td,hdk->htk", zk, Wv)
+    with FlopCounterMode(display=False) as mix:
+        mixed = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+    with FlopCounterMode(display=False) as out:
+        torch.einsum("htk,hkd->td", mixed, Wo)
+    return {"projections": proj.get_total_flops() + out.get_total_flops(), "mixing": mix.get_total_flops()}
+
+
+@arch_evaluator("6.3")
+def arch_eval_6_3(arch, ctx):
+    """Cost ratios fast/slow: mixing P², projections P (slow path); compressed keys only: mixing P."""
+    T, P, d, heads = 16, 4, 8, 2
+    fast = attention_flops(T, T, d, heads)
+    if arch == "compressed":
+        branch = attention_flops(T, T // P, d, heads)
+        ratios = {k: fast[k] / branch[k] for k in fast}
+        ev = {"T": T, "P": P, "fast": fast, "compressed_branch": branch, "ratios": ratios,
+              "claimed_mixing_ratio": P * P}
+        from hypothesis import strategies as st
+
+        cex = shrink(lambda p: attention_flops(p["n"] * p["P"], p["n"] * p["P"], 4, 2)["mixing"]
+                     / attention_flops(p["n"] * p["P"], p["n"], 4, 2)["mixing"] < p["P"] ** 2,
+                     st.fixed_dictionaries({"n": st.integers(1, 4), "P": st.integers(2, 6)}), max_examples=10)
+        return ("fails", "queries stay per token, only keys/values are compressed: the score/mixing cost "
+                "falls by P, not P² (and the query projection not at all)", ev,
+                {"arch": arch, **(cex or {}), "d": 4, "heads": 2})
+    slow = attention_flops(T // P, T // P, d, heads)
+    ratios = {k: fast[k] / slow[k] for k in fast}
+    ev = {"T": T, "P": P, "fast": fast, "slow": slow, "ratios": ratios,
+          "note": "every variant uses the shared SlowPath module (n = T/P pooled queries and keys)"}
+    if abs(ratios["mixing"] - P * P) < 1e-9 * P * P and abs(ratios["projections"] - P) < 1e-9 * P:
+        return "holds", None, ev, None
+    return "fails", None, ev, {"arch": arch, "T": T, "P": P}
+
+
+arch_free("6.1", "a statement about the token-rate fast–slow system (f, g); the depth architecture does not enter")
+arch_free("6.2", "a statement about the master equation of a linear generator Q(y); no architecture enters")

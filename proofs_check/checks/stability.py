@@ -217,3 +217,72 @@ def check_5_2(ctx) -> ClaimResult:
     return ClaimResult(steps, numeric, control,
                        notes=f"Conservativeness on random draws: discrete median ratio {float(rd.median()):.3f}, "
                              f"continuous median ratio {float(rc.median()):.3f} (1 = exact).")
+
+# ----------------------------------------------------------------------------- other architectures
+# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
+
+import math  # noqa: E402
+
+from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
+                                reference_input, state_jacobian, step_jacobians)
+from proofs_check.on_stack import EXACT, arch_evaluator, arch_free, arch_stack, shrink  # noqa: E402
+
+F64 = torch.float64
+
+
+@arch_evaluator("5.1")
+def arch_eval_5_1(arch, ctx):
+    """Gate bound on the full state: G_ℓ = ∂step/∂S at g = 0, K_ℓ = (1/h) ∂G_ℓ/∂g (central difference)."""
+    decay = 6.0
+    opts = {"compress_gate": 0.0} if arch == "compressed" else None
+    kw = {} if arch == "compressed" else {"P": 2}
+    s = arch_stack(arch, seed=ctx.seed, decay=decay, arch_options=opts, **kw)
+    X = reference_input(s, ctx.seed)
+    h = s.h
+    eps = 1e-5
+
+    def set_gate(val):
+        if arch == "compressed":
+            s.compress_gate = val
+        else:
+            with torch.no_grad():
+                for n_, p in s.named_parameters():
+                    if n_.endswith("gate"):
+                        p.fill_(val)
+
+    with torch.no_grad():
+        ref = s.trajectory(X)  # the g = 0 reference, held fixed while the gate moves
+    G = step_jacobians(s, X, ref)
+    set_gate(eps)
+    Gp = step_jacobians(s, X, ref)
+    set_gate(-eps)
+    Gm = step_jacobians(s, X, ref)
+    set_gate(0.0)
+    Ks = [(p - m) / (2 * eps * h) for p, m in zip(Gp, Gm)]  # central difference: O(eps²) ≈ 1e-10
+    a = torch.tensor([float(torch.linalg.matrix_norm(J, ord=2)) for J in G], dtype=F64)
+    k = torch.tensor([float(torch.linalg.matrix_norm(K, ord=2)) for K in Ks], dtype=F64)
+    mu = float(-torch.log(a).sum() / (len(G) * h))
+    ev = {"decay": decay, "margin_mu": mu, "norms_G": a.tolist(), "norms_K": k.tolist(),
+          "norm": "spectral, on the full state (conservative vs the slow modes)"}
+    if mu <= 0:
+        return ("conditional", f"μ > 0 (a contractive stack); here μ = {mu:.3f} ≤ 0 even with decay α = "
+                f"{decay}: no certified gate", ev, None)
+    lo, hi = 0.0, 1.0
+    S = lambda g: float(torch.log(a + h * g * k).sum())  # noqa: E731
+    while S(hi) < 0:
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if S(mid) < 0 else (lo, mid)
+    gstar = lo
+    prod = torch.eye(G[0].shape[0], dtype=F64)
+    for J, K in zip(G, Ks):
+        prod = (J + h * 0.99 * gstar * K) @ prod
+    pn = float(torch.linalg.matrix_norm(prod, ord=2))
+    ev.update(gate_bound=gstar, product_norm_at_0_99_gstar=pn)
+    if pn <= 1 + 1e-12:
+        return "conditional", f"μ > 0 (decay α = {decay} here)", ev, None
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "decay": decay}
+
+
+arch_free("5.2", "a statement about aligned (commuting, co-diagonal, positive) matrices G_ℓ, K_ℓ; no architecture enters (the preln ledger entry is its verdict)")

@@ -142,3 +142,70 @@ def check_4_2(ctx) -> ClaimResult:
                "wᵀs ≠ 0 — the persistent component sees a block ≥ 1 — e.g. the full fast kernel (wᵀs = (n−1)/n), "
                "or for observables other than the first token.")
     return ClaimResult(symbolic=steps, numeric=numeric, control=ctl, finding=finding)
+
+# ----------------------------------------------------------------------------- other architectures
+# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
+
+import math  # noqa: E402
+
+from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
+                                reference_input, state_jacobian, step_jacobians)
+from proofs_check.on_stack import EXACT, arch_evaluator, arch_stack, shrink  # noqa: E402
+
+F64 = torch.float64
+
+
+@arch_evaluator("4.1")
+def arch_eval_4_1(arch, ctx):
+    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    # full kernel: w = 1/T.  (Causal: w = e₁ and token 1 sees only itself, so wᵀX_L does not move at all.)
+    s = arch_stack(arch, seed=ctx.seed, kernel="full", **kw)
+    from numerics.kernels import persistent_left_vector
+
+    w = persistent_left_vector(s.frozen_kernel())
+    X = reference_input(s, ctx.seed)
+    g = torch.Generator().manual_seed(ctx.seed + 1)
+    p = torch.randn(s.config.T, generator=g, dtype=F64)
+    p_dec = p - (w @ p) * torch.ones_like(p)  # wᵀp = 0: supported on the decaying bundle
+    v = torch.randn(s.config.d, generator=g, dtype=F64)
+    deltas = (1e-3, 10 ** -2.5, 1e-2)
+
+    def moves(pp):
+        with torch.no_grad():
+            base = w @ s(X)
+            return [float((w @ s(X + dl * torch.outer(pp, v)) - base).norm()) for dl in deltas]
+
+    sl_dec, sl_mean = loglog_slope(deltas, moves(p_dec)), loglog_slope(deltas, moves(torch.ones_like(p)))
+    ev = {"slope_decaying": sl_dec, "slope_mean_carrying": sl_mean, "bands": [[1.8, 2.2], [0.9, 1.1]]}
+    if 1.8 <= sl_dec <= 2.2 and 0.9 <= sl_mean <= 1.1:
+        return "holds", None, ev, None
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed}
+
+
+@arch_evaluator("4.2")
+def arch_eval_4_2(arch, ctx):
+    if arch == "compressed":
+        s = arch_stack(arch, seed=ctx.seed)
+        s.compress_gate = torch.tensor(0.0, dtype=F64, requires_grad=True)
+        gates = [s.compress_gate]
+        slow = [p for n, p in s.named_parameters() if n.startswith("compress") and n.split(".")[-1] in ("W_V", "W_O")]
+    else:
+        s = arch_stack(arch, seed=ctx.seed, P=2)
+        gates = [p for n, p in s.named_parameters() if n.endswith("gate")]
+        slow = [p for n, p in s.named_parameters() if ".slow." in n and n.split(".")[-1] in ("W_V", "W_O")]
+    X = reference_input(s, ctx.seed, homogeneous=False)
+    out = s(X)
+    grads = torch.autograd.grad(out.pow(2).sum(), gates + slow, allow_unused=True)
+    zero_like = lambda gr: 0.0 if gr is None else float(gr.norm())  # noqa: E731
+    g_gate = math.sqrt(sum(zero_like(gr) ** 2 for gr in grads[:len(gates)]))
+    g_slow0 = math.sqrt(sum(zero_like(gr) ** 2 for gr in grads[len(gates):]))
+    with torch.no_grad():
+        for gt in gates:
+            gt.fill_(0.5)
+    out = s(X)
+    grads = torch.autograd.grad(out.pow(2).sum(), slow, allow_unused=True)
+    g_slow1 = math.sqrt(sum(zero_like(gr) ** 2 for gr in grads))
+    ev = {"grad_gate_at_0": g_gate, "grad_slow_WV_WO_at_0": g_slow0, "grad_slow_WV_WO_at_0.5": g_slow1}
+    if g_gate > 1e-8 and g_slow0 == 0.0 and g_slow1 > 1e-8:
+        return "holds", None, ev, None
+    return "fails", None, ev, {"arch": arch, "seed": ctx.seed}

@@ -1,0 +1,75 @@
+"""The numerical toolkit of every claim about a stack: Jacobians along the trajectory, their blocks
+in the frozen kernel's eigenbasis, and log-log slopes.
+
+Works on any :class:`numerics.architectures.ArchStack` (a state S of shape (T, F), ``embed``,
+``n_steps`` step maps, ``readout``), so the same functions serve the base stack and every
+variant.  Dense autograd Jacobians: small sizes only ((T F)² entries); the matrix-free
+actions for large stacks live in ``numerics.matrix_free``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+F64 = torch.float64
+
+
+def flat_jacobian(f, x: torch.Tensor) -> torch.Tensor:
+    """∂f/∂x by autograd, flattened to (f(x).numel(), x.numel())."""
+    J = torch.autograd.functional.jacobian(f, x)
+    return J.reshape(-1, x.numel())
+
+
+def reference_input(stack, seed: int, homogeneous: bool = True, delta: float = 0.0) -> torch.Tensor:
+    """A seeded input: 1x̄ᵀ (homogeneous) or i.i.d. tokens, plus ``delta`` times an i.i.d. perturbation."""
+    g = torch.Generator().manual_seed(seed)
+    T, d = stack.config.T, stack.config.d
+    xbar = torch.randn(d, generator=g, dtype=F64)
+    X = xbar.expand(T, d).clone() if homogeneous else torch.randn(T, d, generator=g, dtype=F64)
+    return X + delta * torch.randn(T, d, generator=g, dtype=F64)
+
+
+def state_jacobian(stack, X: torch.Tensor) -> torch.Tensor:
+    """∂S_n/∂S_0 at S_0 = embed(X): (T F, T F)."""
+    s0 = stack.embed(X).detach()
+
+    def run(s):
+        for i in range(stack.n_steps):
+            s = stack.step(i, s)
+        return s
+
+    return flat_jacobian(run, s0)
+
+
+def step_jacobians(stack, X: torch.Tensor, states=None) -> list[torch.Tensor]:
+    """The per-step state Jacobians along the trajectory from embed(X) (or at the given states)."""
+    if states is None:
+        with torch.no_grad():
+            states = stack.trajectory(X)
+    return [flat_jacobian(lambda z, i=i: stack.step(i, z), states[i].detach()) for i in range(stack.n_steps)]
+
+
+def commutator_error(J: torch.Tensor, A: torch.Tensor, F: int) -> float:
+    """‖J(A⊗I_F) − (A⊗I_F)J‖ / ‖J‖: zero iff J is block diagonal in A's eigenbasis (distinct λ)."""
+    AI = torch.kron(A, torch.eye(F, dtype=J.dtype))
+    return float(torch.linalg.norm(J @ AI - AI @ J) / torch.linalg.norm(J))
+
+
+def eigen_blocks(J: torch.Tensor, A: torch.Tensor, F: int):
+    """(λ, blocks, cond S): the blocks (w_kᵀ ⊗ I) J (s_k ⊗ I) for every eigenpair of A (left w,
+    right s, wᵀs = 1), as a (T, F, F) tensor, λ in descending order."""
+    lam, Sm = torch.linalg.eig(A)
+    lam, Sm = lam.real, Sm.real
+    order = torch.argsort(lam, descending=True)
+    lam, Sm = lam[order], Sm[:, order]
+    W = torch.linalg.inv(Sm)  # rows: left eigenvectors
+    I = torch.eye(F, dtype=J.dtype)
+    blocks = torch.stack([torch.kron(W[k:k + 1], I) @ J @ torch.kron(Sm[:, k:k + 1], I)
+                          for k in range(len(lam))])
+    return lam, blocks, float(torch.linalg.cond(Sm))
+
+
+def loglog_slope(xs, ys) -> float:
+    """Least-squares slope of log y against log x."""
+    lx, ly = torch.log(torch.tensor(xs, dtype=F64)), torch.log(torch.tensor(ys, dtype=F64))
+    return float(((lx - lx.mean()) * (ly - ly.mean())).sum() / ((lx - lx.mean()) ** 2).sum())

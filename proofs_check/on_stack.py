@@ -1,0 +1,180 @@
+"""Claims as functions of a stack source.
+
+Every claim that is a statement about a stack registers one function
+``evaluate(spec: StackSpec, ctx: CheckContext) -> Verdict`` with :func:`on_stack`, in its own
+family's module (``proofs_check/checks/<family>.py``), together with
+
+* ``specs(arch, ctx)``: the stacks it is checked on by default for an architecture, and
+* ``not_applicable``: architecture -> the reason the claim does not apply to it (said once, here).
+
+The ledger's check of the claim runs ``evaluate`` on ``specs("preln", ctx)``; the claims ×
+architectures matrix runs the same function on each variant's specs; the scale presets,
+sweeps and trained checkpoints are further sources of specs.  A verdict reports the measured
+numbers, the prediction, the error against its tolerance and one of the statuses below; it
+never depends on where the spec came from.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+VERDICTS = ("holds", "conditional", "fails", "n/a")
+
+
+@dataclass
+class Verdict:
+    """One claim on one stack (or one architecture's specs).
+
+    ``error``/``tolerance`` are the normalised headline numbers (``error <= tolerance`` is the
+    claim's numeric condition); ``measured`` and ``predicted`` hold the quantities themselves.
+    ``condition`` names the extra hypothesis a *conditional* verdict rests on; ``reason``
+    explains an *n/a*; ``counterexample`` reproduces a *fails* (the spec and seed).
+    """
+
+    claim: str
+    status: str
+    measured: dict = field(default_factory=dict)
+    predicted: dict = field(default_factory=dict)
+    error: float | None = None
+    tolerance: float | None = None
+    condition: str | None = None
+    reason: str | None = None
+    counterexample: dict | None = None
+    spec: dict | None = None
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        if self.status not in VERDICTS:
+            raise ValueError(f"verdict status {self.status!r} is not one of {VERDICTS}")
+
+    @property
+    def within_tolerance(self) -> bool:
+        return (self.error is not None and self.tolerance is not None and math.isfinite(self.error)
+                and self.error <= self.tolerance)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class OnStack:
+    claim: str
+    evaluate: Callable
+    specs: Callable
+    not_applicable: dict
+
+
+ON_STACK: dict[str, OnStack] = {}
+
+
+def on_stack(claim_id: str, *, specs: Callable, not_applicable: dict | None = None):
+    """Register the decorated ``evaluate(spec, ctx) -> Verdict`` as claim ``claim_id`` on a stack."""
+
+    def register(fn):
+        ON_STACK[claim_id] = OnStack(claim_id, fn, specs, dict(not_applicable or {}))
+        return fn
+
+    return register
+
+
+def evaluate(claim_id: str, spec, ctx) -> Verdict:
+    """Claim ``claim_id`` on the stack ``spec``; a crashing evaluation is a *fails* with its traceback."""
+    entry = ON_STACK[claim_id]
+    if spec.arch in entry.not_applicable:
+        return Verdict(claim_id, "n/a", reason=entry.not_applicable[spec.arch], spec=spec.as_dict())
+    start = time.perf_counter()
+    try:
+        verdict = entry.evaluate(spec, ctx)
+    except Exception as exc:
+        verdict = Verdict(claim_id, "fails", reason=f"evaluation raised {type(exc).__name__}: {exc}",
+                          measured={"traceback": traceback.format_exc(limit=4)})
+    verdict.spec = verdict.spec or spec.as_dict()
+    verdict.seconds = time.perf_counter() - start
+    return verdict
+
+
+def default_specs(claim_id: str, arch: str, ctx) -> list:
+    return list(ON_STACK[claim_id].specs(arch, ctx))
+
+
+def combine(claim_id: str, verdicts: list[Verdict]) -> Verdict:
+    """Several stacks' verdicts as one: the worst status (fails > conditional > holds), the largest
+    normalised error, every measurement kept in ``measured['cases']``."""
+    if not verdicts:
+        return Verdict(claim_id, "n/a", reason="no stacks")
+    rank = {"fails": 0, "conditional": 1, "holds": 2, "n/a": 3}
+    worst = min(verdicts, key=lambda v: rank[v.status])
+    errs = [(v.error / v.tolerance if v.tolerance else v.error) for v in verdicts if v.error is not None]
+    return Verdict(claim_id, worst.status,
+                   measured={"cases": [v.as_dict() for v in verdicts]},
+                   error=max(errs) if errs else None, tolerance=1.0 if errs else None,
+                   condition=worst.condition, reason=worst.reason, counterexample=worst.counterexample,
+                   spec=worst.spec, seconds=sum(v.seconds for v in verdicts))
+
+
+def evaluate_arch(claim_id: str, arch: str, ctx) -> Verdict:
+    """The claim on every default spec of ``arch``, combined; n/a with the claim's reason where it does not apply."""
+    entry = ON_STACK.get(claim_id)
+    if entry is None:
+        return Verdict(claim_id, "n/a", reason="not a statement about a stack")
+    if arch in entry.not_applicable:
+        return Verdict(claim_id, "n/a", reason=entry.not_applicable[arch])
+    return combine(claim_id, [evaluate(claim_id, s, ctx) for s in default_specs(claim_id, arch, ctx)])
+
+
+ARCH_FREE: dict[str, str] = {}
+
+
+def arch_free(claim_id: str, reason: str) -> None:
+    """Declare that claim ``claim_id`` states nothing about a stack's architecture (its ledger entry is the verdict)."""
+    ARCH_FREE[claim_id] = reason
+
+
+EXACT = 1e-12  # relative: a float64 identity through a few O(1) layers (~1e-15) with 1e3 room
+
+
+def arch_stack(arch: str, *, T: int = 4, d: int = 4, layers: int = 3, heads: int = 2, kernel: str = "causal",
+               seed: int = 0, arch_options: dict | None = None, **knobs):
+    """The small stack of ``arch`` the matrix checks (T = 4, d = 4, 3 layers by default), as an ArchStack.
+
+    ``compressed`` needs a compression block (P = 2 unless given); ``hrm`` runs ``layers // 2``
+    cycles of 3 steps each, so that its step count matches the others'.
+    """
+    from numerics.architectures import build
+
+    if arch == "compressed" and "P" not in knobs:
+        knobs["P"] = 2
+    if arch == "hrm":
+        layers = max(1, layers // 2)
+    return build(arch, T=T, d=d, layers=layers, heads=heads, kernel=kernel, seed=seed,
+                 arch_options=arch_options, **knobs)
+
+
+def shrink(predicate, strategy, max_examples: int = 30):
+    """Hypothesis ``find``: the simplest example satisfying ``predicate`` (a failing case), or None."""
+    from hypothesis import HealthCheck, find, settings
+    from hypothesis.errors import NoSuchExample
+
+    try:
+        return find(strategy, predicate, settings=settings(max_examples=max_examples, database=None,
+                                                           derandomize=True, deadline=None,
+                                                           suppress_health_check=list(HealthCheck)))
+    except NoSuchExample:
+        return None
+
+
+ARCH_EVALUATORS: dict = {}
+
+
+def arch_evaluator(claim_id: str):
+    """Register the matrix's evaluator ``(arch, ctx) -> (status, condition, evidence, counterexample)``."""
+
+    def register(fn):
+        ARCH_EVALUATORS[claim_id] = fn
+        return fn
+
+    return register
