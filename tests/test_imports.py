@@ -1,0 +1,101 @@
+"""The import graph of the package has no cycles.
+
+Every ``import`` statement counts, at module level or inside a function (a lazy import
+still ties the two modules together).  ``from pkg import name`` is an edge to the
+submodule ``pkg.name`` when that file exists, else to ``pkg`` itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("theory", "numerics", "proofs_check", "benchmarks")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def resolve(name: str, known: dict[str, Path]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def edges(mod: str, path: Path, known: dict[str, Path]) -> set[str]:
+    out = set()
+    is_pkg = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            r = resolve(t, known)
+            if r and r != mod:
+                out.add(r)
+    return out
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {m: edges(m, p, known) for m, p in known.items()}
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("pair", [("numerics.stack", "numerics.architectures"),
+                                  ("proofs_check.reproduce", "proofs_check.cli")])
+def test_the_detector_sees_a_planted_cycle(pair):
+    """Negative control: adding the reverse edge of a real one-way dependency must be reported."""
+    g = graph()
+    a, b = pair
+    assert a in g[b] or b in g[a], f"{a} and {b} no longer depend on each other one way"
+    g[a] = g[a] | {b}
+    g[b] = g[b] | {a}
+    assert find_cycle(g) is not None
