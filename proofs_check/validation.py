@@ -1,0 +1,459 @@
+"""One validation layer at the boundary, shared by the CLI and the Python API.
+
+``random_stack`` (and so ``StackSpec.build``), ``simulate``, ``run_checks`` and every
+``fastslow`` subcommand pass their arguments through the pydantic models here before any
+work starts.  A refusal is a :class:`InvalidInput` (a ``ValueError``) whose message is one
+line naming the parameter, the value and what is allowed; the CLI prints it and exits 2.
+
+What is checked, for each parameter: its type (integers are integers, not floats or bools;
+numbers on the command line are ASCII digits only), its range, finiteness, and whether the
+stack's dtype can hold it: a nonzero gate below the dtype's smallest normal number would be
+stored as 0 (1e-50 in float32), and any float knob at or above √(largest finite value) of the
+dtype overflows the forward pass, because LayerNorm squares the residual stream.  Output
+paths are checked before the run (:func:`check_output_file`, :func:`check_output_dir`), and
+every file that is read is checked against a schema (:func:`load_ledger`).
+
+Stated meanings of signed knobs: the gate g is a signed amplitude (g < 0 subtracts the
+slow path; the gate bound of Claim 5.1 constrains |g|, docs/theory.md §5); the scales
+``weight_scale`` (> 0), ``value_scale``, ``ln_gain`` and ``decay`` (≥ 0) are not signed,
+and a negative one is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator,
+                      model_validator)
+
+#: the seed range: torch.Generator.manual_seed takes 64-bit seeds and simulate uses seed + 1.
+SEED_MAX = 2**63 - 1
+DEVICES = ("auto", "cpu", "cuda")
+PROFILES = ("ci", "thorough")
+DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
+FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,40}")
+_ASCII_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?i?b?)", re.IGNORECASE)
+
+
+class InvalidInput(ValueError):
+    """Bad input, refused before any work: one line naming the parameter."""
+
+
+# -- command-line scalars (argparse ``type=``) ----------------------------------------
+def ascii_int(text: str) -> int:
+    """An integer written in ASCII digits (``int()`` would also take Arabic-Indic ones)."""
+    import argparse
+
+    if not isinstance(text, str) or not _ASCII_INT.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer in ASCII digits")
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """A finite float written in ASCII digits (no NaN, no inf, no underscores or spaces)."""
+    import argparse
+
+    if isinstance(text, str) and text.lower() in _NON_FINITE:
+        raise argparse.ArgumentTypeError(f"{text!r} is not finite")
+    if not isinstance(text, str) or len(text) > 64 or not _ASCII_FLOAT.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in ASCII digits")
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not finite (beyond the float64 range)")
+    return value
+
+
+def memory_size(text: str) -> int:
+    """Bytes from ``123``, ``512M``, ``2GB``, ``1.5GiB`` (binary units: K = 1024)."""
+    import argparse
+
+    match = _SIZE.fullmatch(text.strip()) if isinstance(text, str) and text.isascii() else None
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 512M, 2G, 1073741824)")
+    unit = match.group(2).upper().rstrip("B").rstrip("I")
+    value = float(match.group(1)) * 1024 ** " KMGT".index(unit or " ")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least one byte")
+    return int(value)
+
+
+# -- field types -------------------------------------------------------------------------
+def _integral(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError("must be an integer")
+    return int(value)
+
+
+def _real(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError("must be a number")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError("must be finite")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
+Real = Annotated[float, BeforeValidator(_real)]
+
+
+def _message(exc: ValidationError, data: dict) -> str:
+    """The first pydantic error as one line naming the parameter and its value."""
+    err = exc.errors()[0]
+    loc = err["loc"]
+    name = ".".join(str(part) for part in loc) if loc else "input"
+    if err["type"] == "value_error":
+        text = str(err["ctx"]["error"])
+        if text.startswith(("must ", "is ")) and loc:
+            value = data.get(loc[0], err.get("input"))
+            return f"{name}={value!r} {text}"
+        return text
+    if err["type"] == "extra_forbidden":
+        return f"{name} is not a parameter here"
+    value = err.get("input")
+    return f"{name}={value!r}: {err['msg'][0].lower()}{err['msg'][1:]}"
+
+
+def _validate(model: type[BaseModel], data: dict) -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(_message(exc, data)) from None
+
+
+def magnitude_limit(dtype) -> float:
+    """√(largest finite value): LayerNorm squares the residual stream, so larger knobs overflow."""
+    import torch
+
+    return math.sqrt(torch.finfo(dtype).max)
+
+
+def check_representable(name: str, value: float, dtype) -> None:
+    """Refuse a nonzero value the dtype would store as 0 or a subnormal, or that overflows it."""
+    import torch
+
+    info = torch.finfo(dtype)
+    limit = magnitude_limit(dtype)
+    allowed = f"allowed: 0 or {info.tiny:.3g} ≤ |{name}| < {limit:.3g} in {str(dtype).replace('torch.', '')}"
+    if value != 0 and abs(value) < info.tiny:
+        stored = float(torch.tensor(value, dtype=torch.float64).to(dtype))
+        raise InvalidInput(f"{name}={value!r} cannot be held by the stack's dtype (stored as {stored!r}); "
+                           + allowed)
+    if abs(value) >= limit:
+        raise InvalidInput(f"{name}={value!r} overflows the forward pass (LayerNorm squares the residual "
+                           "stream); " + allowed)
+
+
+# -- the stack --------------------------------------------------------------------------
+class StackParams(BaseModel):
+    """The arguments of ``random_stack`` (docs/theory.md §0), each checked before a weight is drawn."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    T: Int
+    d: Int
+    layers: Int
+    heads: Int
+    kernel: str
+    P: Int | None = None
+    gate: Real = 0.0
+    seed: Int = 0
+    mlp_ratio: Int = 4
+    weight_path: Literal["smooth"] | None = None
+    slow_kernel: str = "causal"
+    block_size: Int | None = None
+    value_scale: Real = 0.0
+    weight_scale: Real = 1.0
+    decay: Real = 0.0
+    ln_gain: Real = 1.0
+    dtype: Any = None
+
+    @field_validator("T", "d", "layers", "heads", "mlp_ratio")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be a positive integer (≥ 1)")
+        return value
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, value: int) -> int:
+        if not 0 <= value <= SEED_MAX:
+            raise ValueError(f"is out of range: a seed is an integer in [0, 2**63 - 1 = {SEED_MAX}]")
+        return value
+
+    @field_validator("weight_scale")
+    @classmethod
+    def _weight_scale(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be positive (it scales every random matrix)")
+        return value
+
+    @field_validator("decay")
+    @classmethod
+    def _decay(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be >= 0 (X' = (1 - h*decay) X + ...)")
+        return value
+
+    @field_validator("value_scale")
+    @classmethod
+    def _value_scale(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be >= 0 (W_VO ≈ c·I + noise, c ≥ 0)")
+        return value
+
+    @field_validator("ln_gain")
+    @classmethod
+    def _ln_gain(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("must be >= 0 (the LN gains are drawn as γ ≈ ln_gain + noise, a scale)")
+        return value
+
+    @model_validator(mode="after")
+    def _structure(self) -> "StackParams":
+        import torch
+
+        from numerics import kernels as K
+
+        if self.d % self.heads:
+            raise ValueError(f"heads={self.heads} does not divide d={self.d}")
+        K.check_kernel(self.kernel)
+        K.check_kernel(self.slow_kernel, name="slow_kernel", allowed=K.SLOW_KERNELS)
+        if self.P is not None:
+            K.check_divisible(self.T, self.P, "P")
+        if self.block_size is not None:
+            K.check_divisible(self.T, self.block_size, "block_size")
+        if self.kernel == "block" and self.block_size is None and self.P is None:
+            raise ValueError("kernel='block' needs block_size or P to define its blocks")
+        if self.gate != 0.0 and self.P is None:
+            raise ValueError(f"gate={self.gate} needs the slow path: set P (block length)")
+        dtype = self.dtype if self.dtype is not None else torch.float64
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
+        for name in FLOAT_KNOBS:
+            check_representable(name, getattr(self, name), dtype)
+        return self
+
+
+def validate_stack(**kwargs) -> StackParams:
+    """Check ``random_stack``'s arguments, then that the stack fits in memory."""
+    params = _validate(StackParams, kwargs)
+    from numerics.memory import check_fits, stack_bytes
+
+    check_fits(stack_bytes(params.T, params.d, params.layers, params.heads, params.P,
+                           mlp_ratio=params.mlp_ratio, dtype=params.dtype), what="the stack's weights")
+    return params
+
+
+# -- simulate ----------------------------------------------------------------------------
+class SimulateParams(StackParams):
+    """``simulate``'s arguments: the stack's, plus the run's."""
+
+    device: str = "auto"
+    batch: Int = 1
+    strict: bool = False
+    max_memory: Int | None = None
+
+    @field_validator("batch", "max_memory")
+    @classmethod
+    def _positive_run(cls, value):
+        if value is not None and value < 1:
+            raise ValueError("must be a positive integer (≥ 1)")
+        return value
+
+    @field_validator("seed")
+    @classmethod
+    def _seed_plus_one(cls, value: int) -> int:
+        if value >= SEED_MAX:
+            raise ValueError(f"is out of range: simulate draws its input from seed + 1, so seed ∈ [0, {SEED_MAX - 1}]")
+        return value
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        if value not in DEVICES and not re.fullmatch(r"(cpu|cuda)(:[0-9]{1,3})?", value):
+            raise ValueError(f"is not one of {', '.join(DEVICES)}")
+        return value
+
+
+def validate_simulate(**kwargs) -> SimulateParams:
+    """Check ``simulate``'s arguments and that its forward pass fits in memory (before any work)."""
+    params = _validate(SimulateParams, kwargs)
+    from numerics.memory import check_fits, simulate_bytes
+
+    check_fits(simulate_bytes(params.T, params.d, params.layers, params.heads, params.P,
+                              batch=params.batch, mlp_ratio=params.mlp_ratio, dtype=params.dtype),
+               limit=params.max_memory, what="simulate")
+    return params
+
+
+# -- check -------------------------------------------------------------------------------
+def validate_claims(ids) -> list[str] | None:
+    """Claim ids, duplicates dropped in order; unknown ids listed in one error; None = all."""
+    from proofs_check.ledger import CLAIM_IDS
+
+    if ids is None:
+        return None
+    if isinstance(ids, str):
+        ids = [ids]
+    ids = list(dict.fromkeys(ids))
+    bad_type = [i for i in ids if not isinstance(i, str)]
+    if bad_type:
+        raise InvalidInput(f"--claim {bad_type[0]!r}: a claim id is a string such as '2.1'")
+    unknown = [i for i in ids if i not in CLAIM_IDS]
+    if unknown:
+        raise InvalidInput(f"--claim {', '.join(repr(i) if not i.isprintable() else i for i in unknown)}: "
+                           f"not a claim of THEORY.md (known: {', '.join(CLAIM_IDS)})")
+    return ids or None
+
+
+class CheckParams(BaseModel):
+    """``run_checks``' arguments."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    claim_ids: list[str] | None = None
+    device: str = "cpu"
+    profile: Literal["ci", "thorough"] = "ci"
+    quick: bool = True
+
+    @field_validator("claim_ids", mode="before")
+    @classmethod
+    def _claims(cls, value):
+        return validate_claims(value)
+
+
+def validate_check(**kwargs) -> CheckParams:
+    return _validate(CheckParams, kwargs)
+
+
+# -- paths -------------------------------------------------------------------------------
+def _nearest_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_output_file(path, name: str = "--json") -> str | None:
+    """Refuse, before the run, an output file that cannot be written; ``-`` is standard output."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"{name}={path!r} must be a path")
+    text = os.fspath(path)
+    if text == "-":
+        return text
+    if text.strip() == "":
+        raise InvalidInput(f"{name} {text!r}: the path is empty")
+    if "\0" in text:
+        raise InvalidInput(f"{name} {text!r}: a path cannot contain a NUL byte")
+    target = Path(text)
+    if target.is_dir():
+        raise InvalidInput(f"{name} {text}: is a directory, not a file")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise InvalidInput(f"{name} {text}: not writable")
+        if not target.is_file():  # FIFO or device: written in place
+            return text
+    folder = _nearest_existing(target.parent)
+    if not folder.is_dir():
+        raise InvalidInput(f"{name} {text}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidInput(f"{name} {text}: folder {folder} is not writable")
+    return text
+
+
+def check_output_dir(path, name: str = "--out") -> str:
+    """Refuse, before the run, an output folder that is a file or cannot be written."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInput(f"{name}={path!r} must be a path")
+    text = os.fspath(path)
+    if text.strip() == "" or "\0" in text:
+        raise InvalidInput(f"{name} {text!r}: the path is empty or contains a NUL byte")
+    folder = Path(text)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(f"{name} {text}: is a file, not a folder")
+    existing = _nearest_existing(folder)
+    if not existing.is_dir():
+        raise InvalidInput(f"{name} {text}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInput(f"{name} {text}: {existing} is not writable")
+    return text
+
+
+# -- files that are read -------------------------------------------------------------------
+class _Numeric(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    cases: int | None = None
+    max_error: float | None = None
+    tolerance: float | None = None
+
+
+class _Control(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    status: str
+
+
+class _LedgerClaim(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    status: Literal["verified", "failed", "skipped"]
+    finding: str | None = None
+    detail: str | None = None
+    numeric: _Numeric | None = None
+    control: _Control | None = None
+
+
+class LedgerFile(BaseModel):
+    """What ``fastslow check --json`` writes, as far as a reader relies on it."""
+
+    model_config = ConfigDict(extra="allow")
+    claims: list[_LedgerClaim]
+
+
+def _field(loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load_json(path, model: type[BaseModel], name: str) -> dict:
+    """Read a JSON file and check it against ``model``; one-line errors name the file and field."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
+    if not isinstance(text, str) or text.strip() == "":
+        raise InvalidInput(f"{name} {text!r}: the path is empty")
+    try:
+        raw = Path(text).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"{name} {text}: no such file") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{name} {text}: is a directory, not a file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InvalidInput(f"{name} {text}: cannot be read ({type(err).__name__}: {err})") from None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise InvalidInput(f"{name} {text}: not JSON ({err})") from None
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InvalidInput(f"{name} {text}: field {_field(err['loc'])}: {err['msg']}") from None
+    return data
+
+
+def load_ledger(path, name: str = "--ledger") -> dict:
+    """A ledger JSON file, checked against :class:`LedgerFile`."""
+    return load_json(path, LedgerFile, name)
