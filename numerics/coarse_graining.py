@@ -32,6 +32,7 @@ class Mode:
     lam: float
     s: torch.Tensor
     u: torch.Tensor
+    projector: torch.Tensor   # spectral projector P_λ = R(LᵀR)⁻¹Lᵀ onto the λ-eigenspace along the others
 
 
 def _null_space(M: torch.Tensor, k: int) -> torch.Tensor:
@@ -61,7 +62,8 @@ def kernel_modes(A: torch.Tensor) -> tuple[list[Mode], float]:
         left = _null_space((A - lam * eye).transpose(0, 1), len(g))
         s = right[:, 0]
         u = left @ (left.transpose(0, 1) @ s)  # s projected on the left eigenspace: uᵀs > 0
-        modes.append(Mode(lam, s, u / (u @ s)))
+        proj = right @ torch.linalg.solve(left.transpose(0, 1) @ right, left.transpose(0, 1))
+        modes.append(Mode(lam, s, u / (u @ s), proj))
         columns.append(right)
     if abs(modes[0].lam - 1.0) > EIG_TOL:
         raise ValueError(f"frozen kernel has largest eigenvalue {modes[0].lam}, expected 1")

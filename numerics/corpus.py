@@ -12,7 +12,6 @@ Batches are windows of T bytes at offsets drawn from a generator seeded by the c
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -74,7 +73,3 @@ class ByteCorpus:
         """Non-overlapping validation windows (at most ``max_windows``), the same for every run."""
         n = min(max_windows, len(self.validation) // T)
         return self.validation[: n * T].reshape(n, T)
-
-
-def entropy_bits(nats: float) -> float:
-    return nats / math.log(2)

@@ -121,14 +121,19 @@ def format_table(matrix: dict) -> str:
     return "\n".join(lines)
 
 
-def matrix_section(matrix_json: dict) -> list[str]:
-    """Markdown lines for report.md: the table (bold status per cell, footnote links) and the footnotes."""
+def matrix_section(matrix_json: dict, figures: list[str] = ()) -> list[str]:
+    """Markdown lines for report.md: the table (bold status per cell, a footnote per cell giving
+    its condition or reason, counterexample and evidence) and the matrix's figures."""
+    from proofs_check.report import figure_md, md_escape
+
     archs = matrix_json["options"]["archs"]
     ids = matrix_json["options"]["claims"]
     by = {(c["claim"], c["arch"]): c for c in matrix_json["cells"]}
+    sizes = "quick (CI) sizes" if matrix_json["options"].get("quick", True) else "full sizes"
     lines = ["## Claims × architectures", "",
-             "Each cell: **holds** (within tolerance, control fails), **conditional** (holds under the named "
-             "condition), **fails** (shrunk counterexample), **n/a** (reason). Footnotes give the condition, "
+             f"Every claim on every variant at {sizes}. Each cell: **holds** (within tolerance, control "
+             "fails), **conditional** (holds under the named condition), **fails** (shrunk "
+             "counterexample), **n/a** (reason). The footnote of a cell gives the condition, "
              "counterexample and evidence.", "",
              "| claim | " + " | ".join(archs) + " |", "|---" * (len(archs) + 1) + "|"]
     notes = []
@@ -143,26 +148,26 @@ def matrix_section(matrix_json: dict) -> list[str]:
             row.append(f"**{c['status']}** [^{key}]")
             parts = []
             if c.get("condition"):
-                parts.append(("condition: " if c["status"] != "n/a" else "reason: ") + str(c["condition"]))
+                parts.append(("condition: " if c["status"] != "n/a" else "reason: ") + md_escape(c["condition"]))
             if c.get("counterexample"):
-                parts.append("counterexample: `" + _short(c["counterexample"]) + "`")
+                parts.append("counterexample: " + md_escape(_short(c["counterexample"])))
             ev = {k: v for k, v in (c.get("evidence") or {}).items() if k != "traceback"}
             if ev:
-                parts.append("evidence: `" + _short(ev) + "`")
+                parts.append("evidence: " + md_escape(_short(ev)))
             notes.append(f"[^{key}]: {cid} × {a}: " + ("; ".join(parts) or "—"))
         lines.append(f"| {cid} | " + " | ".join(row) + " |")
-    return lines + [""] + notes + [""]
+    lines += [""]
+    from proofs_check.figures import load_figures
+
+    titles = {n: f.title for n, f in load_figures().items()}
+    for name in figures:
+        lines += figure_md(name, titles.get(name))
+    return lines + notes + [""]
 
 
 def _short(obj, limit=400) -> str:
-    def fmt(v):
-        if isinstance(v, float):
-            return f"{v:.3g}"
-        if isinstance(v, list):
-            return "[" + ", ".join(fmt(x) for x in v[:8]) + (", …" if len(v) > 8 else "") + "]"
-        if isinstance(v, dict):
-            return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in v.items()) + "}"
-        return str(v)
+    """Evidence as readable text: ``key = value`` pairs, floats to 3 digits, long lists cut."""
+    from proofs_check.report import fmt_value
 
-    text = fmt(obj)
+    text = fmt_value(obj)
     return text if len(text) <= limit else text[:limit] + "…"

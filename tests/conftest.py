@@ -1,8 +1,11 @@
-"""Hypothesis profiles: ``ci`` (default; bounded, derandomised) and ``thorough`` (many examples, for a GPU).
+"""Hypothesis profiles: ``ci`` (default; bounded, derandomised), ``random`` and ``thorough``.
 
-Choose with ``HYPOTHESIS_PROFILE=thorough``.  ``ci`` is derandomised, so a failure
-reproduces exactly; under ``thorough`` Hypothesis prints the seed of a failing run
-(``--hypothesis-seed=N`` replays it) and ``print_blob`` prints the failing example.
+Choose with ``HYPOTHESIS_PROFILE=random`` (or ``thorough``).  ``ci`` is derandomised, so a
+failure reproduces exactly and CI sees the same examples every run (the strategies in
+``tests/strategies.py`` still reach T, d = 32).  ``random`` draws new examples every run,
+keeps the ``.hypothesis`` example database (a failure found once is replayed first next time)
+and prints the seed of a failing run (``--hypothesis-seed=N`` replays it); ``thorough`` is
+``random`` with 200 examples per property, meant for a GPU machine.
 """
 
 import os
@@ -12,7 +15,9 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=200, deadline=None, print_blob=True,
+settings.register_profile("random", max_examples=25, deadline=None, derandomize=False, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=200, deadline=None, derandomize=False, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 

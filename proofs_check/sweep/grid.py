@@ -1,0 +1,115 @@
+"""Grid points × seeds → one task per (claim, point, seed), each naming its ``StackSpec``.
+
+A task's ``key`` identifies its row in the store: a hash of the claim and the stack it runs
+on (every ``StackSpec`` field except the device, with each ``random_stack`` knob at its
+effective value, so that ``value_scale = 0`` and an unset ``value_scale`` are one point).
+The same key is the Dask task's key, so a grid point is computed at most once per run and
+``--resume`` recognises the rows it already has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, fields
+
+from numerics.spec import KNOBS, StackSpec
+from numerics.stack import StackConfig, validate_config
+
+
+@dataclass(frozen=True)
+class Task:
+    sweep: str          # the spec's name
+    index: int          # the [[sweep]] table it came from
+    claim: str
+    point: tuple        # ((axis, value), ...) in the spec's axis order
+    spec: StackSpec
+    profile: str = "ci"
+
+    @property
+    def key(self) -> str:
+        return row_key(self.claim, self.spec)
+
+    def payload(self) -> dict:
+        """What a worker receives: plain data, no classes of this package."""
+        return {"sweep": self.sweep, "index": self.index, "claim": self.claim, "point": dict(self.point),
+                "spec": self.spec.as_dict(), "profile": self.profile, "key": self.key}
+
+
+def knob_defaults() -> dict:
+    """Each random_stack knob's default (``StackConfig``'s field default)."""
+    defaults = {f.name: f.default for f in fields(StackConfig)}
+    return {k: defaults[k] for k in KNOBS}
+
+
+def effective_knobs(spec: StackSpec) -> dict:
+    return {**knob_defaults(), **dict(spec.knobs)}
+
+
+def row_key(claim: str, spec: StackSpec) -> str:
+    """sha1 of the claim and the stack (device excluded, knobs at their effective values)."""
+    ident = spec.as_dict()
+    ident.pop("device")
+    ident["knobs"] = effective_knobs(spec)
+    text = json.dumps({"claim": claim, "spec": ident}, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def points(sweep) -> list[tuple]:
+    """The product of the sweep's axes, in the order they were written."""
+    names = list(sweep.axes)
+    return [tuple(zip(names, values)) for values in itertools.product(*(sweep.axes[n] for n in names))]
+
+
+def spec_at(sweep, point: tuple, seed: int, device: str = "cpu") -> StackSpec:
+    values = dict(point)
+    sizes = {k: values.pop(k) for k in list(values) if k not in KNOBS}
+    if sizes.get("P") == 0:
+        sizes["P"] = None
+    return StackSpec(seed=seed, device=device, knobs=values, arch_options=dict(sweep.arch_options), **sizes)
+
+
+def expand(spec, device: str = "cpu") -> list[Task]:
+    """Every (claim, point, seed) of the spec, as tasks; a key that repeats (the same stack
+    listed twice) is kept once."""
+    tasks, seen = [], set()
+    for sweep in spec.sweeps:
+        for point in points(sweep):
+            for seed in range(sweep.first_seed, sweep.first_seed + sweep.seeds):
+                task = Task(spec.name, sweep.index, sweep.claim, point, spec_at(sweep, point, seed, device),
+                            spec.profile)
+                if task.key not in seen:
+                    seen.add(task.key)
+                    tasks.append(task)
+    return tasks
+
+
+def check_grid(spec) -> None:
+    """Every grid point's stack configuration must be valid (checked without building a stack)."""
+    from proofs_check.sweep.spec import SpecError
+
+    for sweep in spec.sweeps:
+        checked = set()
+        for point in points(sweep):
+            where = ", ".join(f"{k}={v!r}" for k, v in point if len(sweep.axes[k]) > 1) or "every point"
+            try:
+                s = spec_at(sweep, point, sweep.first_seed)
+                config = (s.T, s.d, s.layers, s.heads, s.kernel, s.P, s.arch, s.knobs)
+                if config in checked:
+                    continue
+                checked.add(config)
+                validate_config(StackConfig(T=s.T, d=s.d, layers=s.layers, heads=s.heads, kernel=s.kernel, P=s.P,
+                                            seed=s.seed, arch=s.arch, **dict(s.knobs)))
+            except ValueError as exc:
+                raise SpecError(f"{sweep.where} at {where}: {exc}") from None
+
+
+def scale_presets() -> dict:
+    """Scale presets by name, as ``StackSpec``s (empty when no preset module is installed)."""
+    try:
+        from numerics import scale
+    except ImportError:
+        return {}
+    presets = getattr(scale, "PRESETS", {})
+    return {name: (p if isinstance(p, StackSpec) else StackSpec(**p)) for name, p in presets.items()}

@@ -1,0 +1,203 @@
+"""The sweep's results: one flat row per (claim, point, seed), in Parquet files under ``DIR/results/``.
+
+Row schema (one column each; absent values are null):
+
+* ``row_key`` (sha1 of claim + stack, see ``grid.row_key``), ``sweep``, ``claim``, ``point`` (the grid
+  point's axis values as JSON), ``seed``;
+* the stack: ``arch``, ``kernel``, ``T``, ``P``, ``d``, ``layers``, ``heads``, ``dtype``, ``device``,
+  ``checkpoint``, every ``random_stack`` knob at its effective value (``value_scale``, ``decay``, ...),
+  ``arch_options`` (JSON);
+* the verdict: ``verdict`` (holds | conditional | fails | n/a), ``error``, ``tolerance``,
+  ``error_ratio`` (error / tolerance), ``condition``, ``reason``, ``counterexample`` (JSON), and each
+  entry of the verdict's ``measured`` and ``predicted`` dicts as ``measured_<name>`` /
+  ``predicted_<name>`` (numbers as float64, flags as bool, text as string, anything else as JSON);
+* ``seconds``, ``worker`` (the Dask worker's address), ``version`` (the package version on the worker).
+
+Each completed batch is one file ``batch-<UTC time>-<id>.parquet``, written to a hidden temporary
+file and renamed, so a reader never sees half a batch.  pyarrow takes a folder's schema from its
+first file, so ``00-schema.parquet`` (no rows) carries the union of every batch's columns:
+``pandas.read_parquet(DIR/results)`` reads the folder as one table with all of them.
+Rows are deduplicated by ``row_key`` on write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from numerics.spec import KNOBS
+
+SCHEMA_FILE = "00-schema.parquet"
+STACK_COLUMNS = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype", "device", "checkpoint")
+FIXED = {"row_key": pa.string(), "sweep": pa.string(), "claim": pa.string(), "point": pa.string(),
+         "seed": pa.int64(), "arch": pa.string(), "kernel": pa.string(), "T": pa.int64(), "P": pa.int64(),
+         "d": pa.int64(), "layers": pa.int64(), "heads": pa.int64(), "dtype": pa.string(),
+         "device": pa.string(), "checkpoint": pa.string(), "arch_options": pa.string(),
+         "gate": pa.float64(), "mlp_ratio": pa.int64(), "weight_path": pa.string(), "slow_kernel": pa.string(),
+         "block_size": pa.int64(), "value_scale": pa.float64(), "weight_scale": pa.float64(),
+         "decay": pa.float64(), "ln_gain": pa.float64(),
+         "verdict": pa.string(), "error": pa.float64(), "tolerance": pa.float64(), "error_ratio": pa.float64(),
+         "condition": pa.string(), "reason": pa.string(), "counterexample": pa.string(),
+         "seconds": pa.float64(), "worker": pa.string(), "version": pa.string()}
+assert set(KNOBS) <= set(FIXED), "every random_stack knob has a typed column"
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _flat(value):
+    """A measured/predicted value as a Parquet scalar: float, bool, str, or JSON text."""
+    if getattr(value, "ndim", None) == 0:
+        value = value.item()  # a 0-d tensor or array, a numpy scalar
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    return _json(value)
+
+
+def make_row(task: dict, verdict, seconds: float, worker: str, version: str) -> dict:
+    """The row of one task (``grid.Task.payload()``) and its ``Verdict``."""
+    from proofs_check.sweep.grid import knob_defaults
+
+    spec = task["spec"]
+    row = {"row_key": task["key"], "sweep": task["sweep"], "claim": task["claim"],
+           "point": _json(task["point"]), "seed": spec["seed"]}
+    row.update({k: spec[k] for k in STACK_COLUMNS})
+    row.update({**knob_defaults(), **spec["knobs"]})
+    row["arch_options"] = _json(spec["arch_options"])
+    ratio = None
+    if verdict.error is not None and verdict.tolerance:
+        ratio = verdict.error / verdict.tolerance
+    row.update(verdict=verdict.status, error=_float(verdict.error), tolerance=_float(verdict.tolerance),
+               error_ratio=_float(ratio), condition=verdict.condition, reason=verdict.reason,
+               counterexample=None if verdict.counterexample is None else _json(verdict.counterexample),
+               seconds=float(seconds), worker=worker, version=version)
+    for prefix, values in (("measured_", verdict.measured), ("predicted_", verdict.predicted)):
+        for name, value in (values or {}).items():
+            row[f"{prefix}{name}"] = _flat(value)
+    return row
+
+
+def _float(value):
+    return None if value is None else float(value)
+
+
+def _column_type(values: list) -> pa.DataType:
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return pa.null()
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds <= {float, int}:
+        return pa.float64()
+    return pa.string()
+
+
+def to_table(rows: list[dict], known: pa.Schema | None = None) -> pa.Table:
+    """Rows as a table: fixed columns typed by ``FIXED``, the others by their values (a column whose
+    values mix types becomes text); a column ``known`` from earlier batches keeps its type when possible."""
+    names = list(FIXED) + sorted({k for r in rows for k in r} - set(FIXED))
+    arrays, schema_fields = [], []
+    for name in names:
+        values = [r.get(name) for r in rows]
+        if name in FIXED:
+            typ = FIXED[name]
+        else:
+            typ = _column_type(values)
+            old = known.field(name).type if known is not None and name in known.names else None
+            if old is not None and typ != old:
+                typ = old if typ == pa.null() else (typ if old == pa.null() else pa.string())
+            if typ == pa.string():
+                values = [v if v is None or isinstance(v, str) else _json(v) for v in values]
+        arrays.append(pa.array(values, type=typ))
+        schema_fields.append(pa.field(name, typ))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(schema_fields))
+
+
+def unify(schemas: list[pa.Schema]) -> pa.Schema:
+    """One schema for every batch: a column typed differently in two batches becomes text
+    (pyarrow casts the numbers when reading)."""
+    merged: dict[str, pa.DataType] = {}
+    for schema in schemas:
+        for f in schema:
+            old = merged.get(f.name)
+            if old is None or old == pa.null():
+                merged[f.name] = f.type
+            elif f.type != pa.null() and f.type != old:
+                merged[f.name] = pa.string()
+    return pa.schema([pa.field(n, t) for n, t in merged.items()])
+
+
+def _atomic_parquet(table: pa.Table, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Store:
+    """``DIR/results/``: append batches of rows, list the keys already stored, read it all."""
+
+    def __init__(self, out: str | os.PathLike):
+        self.out = Path(out)
+        self.dir = self.out / "results"
+        self._keys: set[str] | None = None
+        self._schema: pa.Schema | None = None
+
+    def batches(self) -> list[Path]:
+        return sorted(self.dir.glob("batch-*.parquet")) if self.dir.is_dir() else []
+
+    def keys(self) -> set[str]:
+        """The row keys already stored."""
+        if self._keys is None:
+            self._keys = set()
+            for path in self.batches():
+                self._keys.update(pq.read_table(path, columns=["row_key"]).column("row_key").to_pylist())
+        return self._keys
+
+    def schema(self) -> pa.Schema | None:
+        if self._schema is None and self.batches():
+            self._schema = unify([pq.read_schema(p) for p in self.batches()])
+        return self._schema
+
+    def append(self, rows: list[dict]) -> Path | None:
+        """Write the rows whose keys are new as one batch file; return its path (None if none was new)."""
+        keys = self.keys()
+        fresh, seen = [], set()
+        for row in rows:
+            if row["row_key"] not in keys and row["row_key"] not in seen:
+                seen.add(row["row_key"])
+                fresh.append(row)
+        if not fresh:
+            return None
+        self.dir.mkdir(parents=True, exist_ok=True)
+        table = to_table(fresh, self.schema())
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        path = self.dir / f"batch-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
+        _atomic_parquet(table, path)
+        keys.update(seen)
+        self._schema = unify([s for s in (self._schema, table.schema) if s is not None])
+        _atomic_parquet(self._schema.empty_table(), self.dir / SCHEMA_FILE)
+        return path
+
+    def read(self):
+        """Every stored row as one pandas DataFrame (empty when nothing is stored)."""
+        import pandas as pd
+
+        if not self.batches():
+            return pd.DataFrame(columns=list(FIXED))
+        return pd.read_parquet(self.dir)
