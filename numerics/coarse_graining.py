@@ -119,6 +119,8 @@ class SaturationDepth:
     kappa: float
     path_ratios: torch.Tensor     # (L,): ρ̃_ℓ; r_m ≤ Π_{ℓ≤m} ρ̃_ℓ
     reasons: list[str] = field(default_factory=list)
+    bound_value: float | None = None   # the generated ⌈log(τ/κ)/log ρ̃⌉ as computed (float), before int()
+    persistent_norms: torch.Tensor | None = None   # (L,): ‖G_{≤ℓ}(1)‖₂ of the generated mode products
 
     @property
     def exists(self) -> bool:
@@ -159,16 +161,13 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
     if len(modes) < 2:
         raise ValueError("the frozen kernel has no decaying mode (T = 1?)")
     blocks = mode_blocks(stack, xbar, modes)
-    ratios = mode_ratios(mode_products(blocks))
+    products = mode_products(blocks)
+    ratios = mode_ratios(products)
     worst = ratios.max(dim=1).values
     L = blocks.shape[0]
     reasons = []
-    measured = None
-    if worst[-1] <= tau:
-        measured = L - 1
-        while measured > 0 and worst[measured - 1] <= tau:
-            measured -= 1
-    else:
+    measured = first_saturated_layer(worst, tau)
+    if measured is None:
         k = int(ratios[-1].argmax())
         reasons.append(f"r stays above τ: r_{L - 1}(λ={modes[k + 1].lam:.3g}) = {float(worst[-1]):.3f} > "
                        f"τ = {tau:g} at the last layer")
@@ -182,11 +181,12 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
         y = y_next / y_next.norm()
     path = torch.stack(path)
     rho = float(path.max())
-    bound = None
+    bound = bound_value = None
     if rho < 1:
         t = torch.tensor
-        bound = int(gen.saturation_bound(t(tau, dtype=torch.float64), t(kappa, dtype=torch.float64),
-                                         t(rho, dtype=torch.float64)))
+        bound_value = float(gen.saturation_bound(t(tau, dtype=torch.float64), t(kappa, dtype=torch.float64),
+                                                 t(rho, dtype=torch.float64)))
+        bound = int(bound_value)
         if bound >= L:
             reasons.append(f"bound {bound} ≥ L = {L}: vacuous inside the stack")
     else:
@@ -194,10 +194,69 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
     reasons.append(f"THEORY ρ = {theory_rho:.4f} ≥ 1 (LN₁ kills 1, so G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous")
     return SaturationDepth(tau=tau, layers=L, lambdas=[m.lam for m in modes[1:]], ratios=ratios,
                            measured=measured, bound=bound, rho=rho, theory_rho=theory_rho,
-                           kappa=kappa, path_ratios=path, reasons=reasons)
+                           kappa=kappa, path_ratios=path, reasons=reasons, bound_value=bound_value,
+                           persistent_norms=torch.linalg.matrix_norm(products[:, 0], ord=2))
 
 
-# ---- block coarse-graining ---------------------------------------------------------------
+def first_saturated_layer(worst: torch.Tensor, tau: float) -> int | None:
+    """ℓ*(τ) = min{ℓ : worst_m ≤ τ for every m ≥ ℓ} from the per-layer worst ratio (None: no such ℓ)."""
+    if worst[-1] > tau:
+        return None
+    ell = len(worst) - 1
+    while ell > 0 and worst[ell - 1] <= tau:
+        ell -= 1
+    return ell
+
+
+@dataclass
+class DenseModes:
+    """The mode quantities of Claim 3.1 from the dense autograd Jacobians (``dense_modes``)."""
+
+    lambdas: list[float]            # distinct decaying eigenvalues, descending
+    ratios: torch.Tensor            # (L, distinct decaying modes): r_ℓ(λ)
+    persistent_norms: torch.Tensor  # (L,): ‖G_{≤ℓ}(1)‖₂
+    path_ratios: torch.Tensor       # (L,): ρ̃_ℓ from the per-layer blocks
+
+
+def dense_modes(stack, xbar: torch.Tensor) -> DenseModes:
+    """r_ℓ(λ), ‖G_{≤ℓ}(1)‖ and ρ̃_ℓ by a route that shares no code with the mode products: the dense
+    layer Jacobians of the real stack by autograd at 1x̄ᵀ (and their products J_{≤ℓ}), cut into
+    blocks (w_kᵀ ⊗ I) J (s_k ⊗ I) with the eigenpairs of ``torch.linalg.eig``
+    (``numerics.jacobians.eigen_blocks``), multiplied and normed with plain torch.
+
+    A repeated λ reports the largest ratio over its eigenvectors (equal in exact arithmetic:
+    the block depends on λ only)."""
+    from numerics.jacobians import eigen_blocks
+
+    T, d = stack.config.T, stack.config.d
+    A = stack.frozen_kernel()
+    X0 = torch.ones(T, 1, dtype=xbar.dtype, device=xbar.device) * xbar
+    layer_J = layer_jacobians(stack, X0)
+    rows, persistent, path, lam, prev, y = [], [], [], None, None, None
+    for J in layer_J:
+        lam, blocks, _ = eigen_blocks(J, A, d)
+        if y is None:
+            y = torch.linalg.svd(blocks[0]).Vh[0]
+        y_next = blocks[0] @ y
+        path.append(torch.linalg.matrix_norm(blocks[1:], ord=2).max() * y.norm() / y_next.norm())
+        y = y_next / y_next.norm()
+        prev = J if prev is None else J @ prev
+        _, prod_blocks, _ = eigen_blocks(prev, A, d)
+        norms = torch.linalg.matrix_norm(prod_blocks, ord=2)
+        rows.append(norms[1:] / norms[0])
+        persistent.append(norms[0])
+    groups: list[list[int]] = []
+    for k, value in enumerate(lam.tolist()[1:]):
+        if groups and abs(lam[groups[-1][0] + 1] - value) < EIG_TOL:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    ratios = torch.stack(rows)
+    return DenseModes(lambdas=[float(lam[g[0] + 1]) for g in groups],
+                      ratios=torch.stack([ratios[:, g].max(dim=1).values for g in groups], dim=1),
+                      persistent_norms=torch.stack(persistent), path_ratios=torch.stack(path))
+
+
 def pooling(T: int, P: int, dtype=torch.float64, device=None):
     """(Π, Π⁺, Q): pooling I_n ⊗ 1ᵀ/P, lift I_n ⊗ 1, and the block-constant projector Q = Π⁺Π."""
     Pi = K.pool_matrix(T, P, dtype, device)
@@ -231,6 +290,32 @@ def _from_token_ops(M: torch.Tensor) -> torch.Tensor:
     """(d, d, a, b) -> (a·d, b·d): inverse of ``_token_ops``."""
     d1, d2, a, b = M.shape
     return M.permute(2, 0, 3, 1).reshape(a * d1, b * d2)
+
+
+def spectral_residuals(stack, xbar: torch.Tensor, P: int) -> tuple[list[dict], float]:
+    """The derivation's coarse-graining residuals at every depth, at 1x̄ᵀ (gate 0).
+
+    At the homogeneous reference every layer Jacobian is Σ_m A^m ⊗ K_m (Claim 2.3), so
+    J_{≤ℓ} = Σ_λ P_λ ⊗ G_{≤ℓ}(λ) with P_λ the spectral projectors of the frozen kernel and
+    G_{≤ℓ}(λ) the generated mode products; then ΠJ(I − Q) = Σ_λ ΠP_λ(I − Q) ⊗ G_{≤ℓ}(λ) and
+    J − QJQ = Σ_λ (P_λ − QP_λQ) ⊗ G_{≤ℓ}(λ), with the generated Q = Π⁺Π.  Returns one dict
+    (``left``, ``two_sided``: spectral norms over ‖J_{≤ℓ}‖₂) per depth, and κ = cond S."""
+    modes, kappa = kernel_modes(stack.frozen_kernel())
+    prods = mode_products(mode_blocks(stack, xbar, modes))          # (L, modes, d, d)
+    T = stack.config.T
+    Pi, _, Q = pooling(T, P, xbar.dtype, xbar.device)
+    eye_T = torch.eye(T, dtype=xbar.dtype, device=xbar.device)
+    out = []
+    for ell in range(prods.shape[0]):
+        def assemble(token_op):
+            return sum(torch.kron(token_op(m.projector), prods[ell, k]) for k, m in enumerate(modes))
+
+        norm = torch.linalg.matrix_norm(assemble(lambda Pl: Pl), ord=2)
+        left = assemble(lambda Pl: Pi @ Pl @ (eye_T - Q))
+        two = assemble(lambda Pl: Pl - Q @ Pl @ Q)
+        out.append({"left": float(torch.linalg.matrix_norm(left, ord=2) / norm),
+                    "two_sided": float(torch.linalg.matrix_norm(two, ord=2) / norm)})
+    return out, kappa
 
 
 def coarse_jacobian(J: torch.Tensor, T: int, d: int, P: int) -> torch.Tensor:

@@ -1,12 +1,13 @@
 """How much memory a stack and a run of it take, estimated before anything is allocated.
 
-``stack_bytes`` counts a ``random_stack``'s weights (drawn in float64, so a float32 stack
-holds both copies while it is built), its (heads, T, T) score bias (one buffer shared by
-the layers in float64, one per layer otherwise) and the slow path's (heads, n, n) biases,
-plus a per-layer allowance for the modules themselves.  ``simulate_bytes`` adds the live
-tensors of one forward pass in float64 on a batch of B inputs: the attention scores
-(B, heads, T, T), of which ``SCORE_COPIES`` exist at once (q kᵀ, scaled, biased, softmax),
-and the MLP's (B, T, mlp_ratio·d) hidden layer twice.  ``tests/test_memory.py`` holds the
+``stack_bytes`` is the peak of building a ``random_stack``: its float64 parameters and every
+layer's float64 draws at once (plus the cast, for a narrower dtype), the (heads, T, T) score
+bias built as zeros and then masked, the slow path's (heads, n, n) biases, and a per-layer
+allowance for the modules.  Once built, the stack keeps its weights in its dtype and one
+score bias (shared by the layers in float64, one per layer otherwise).  ``simulate_bytes``
+is the larger of the build peak and the built stack plus one forward pass on a batch of B
+inputs: ``SCORE_COPIES`` attention score tensors (B, heads, T, T) alive at once, the MLP's
+hidden layer twice and a few copies of the state.  ``tests/test_memory.py`` holds the
 estimate to within 2× of the measured peak resident set on three sizes.
 
 ``check_fits`` refuses an estimate above the available memory (``psutil``) or a limit.
@@ -16,13 +17,11 @@ from __future__ import annotations
 
 import torch
 
-#: (B, heads, T, T) score tensors alive at once in ``Attention.weights`` (two temporaries
-#: of the expression q kᵀ / √d_k + bias, then softmax's output and its input).
-SCORE_COPIES = 3
+#: (B, heads, T, T) score tensors alive at once in ``Attention.weights``: the expression
+#: q kᵀ / √d_k + bias holds two temporaries at a time, then softmax its input and output.
+SCORE_COPIES = 2
 #: Python objects of one Layer (seven modules, their parameter objects and dicts).
 LAYER_OVERHEAD = 24 * 1024
-#: bytes of a bias mask construction per (T, T) entry: a bool mask, the zeros and the result.
-MASK_BYTES_PER_ENTRY = 1 + 8 + 8
 
 
 def _itemsize(dtype) -> int:
@@ -38,27 +37,37 @@ def layer_parameters(d: int, P: int | None, mlp_ratio: int = 4) -> int:
     return count
 
 
-def stack_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *,
-                mlp_ratio: int = 4, dtype=None) -> int:
-    """Bytes a ``random_stack`` occupies once built (and at the peak of building it)."""
+def _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype) -> tuple[int, int, int]:
+    """(bytes at the peak of building, bytes once built, weights) of a random stack."""
     size = _itemsize(dtype)
     weights = layers * layer_parameters(d, P, mlp_ratio)
-    building = weights * (8 + (size if size != 8 else 4))  # float32 zeros -> float64 draws -> dtype
-    bias_copies = 1 if size == 8 else layers
-    bias = heads * T * T * (8 + size * bias_copies) + T * T * MASK_BYTES_PER_ENTRY
-    slow = layers * heads * (T // P) ** 2 * 8 if P else 0
-    return int(building + bias + slow + layers * LAYER_OVERHEAD)
+    bias = heads * T * T * (size if size == 8 else size * layers)  # shared in float64 only
+    slow = layers * heads * (T // P) ** 2 * size if P else 0
+    overhead = layers * LAYER_OVERHEAD
+    # float64 parameters and all layers' float64 draws at once, plus the cast to a narrower dtype;
+    # the score bias is built as zeros, then masked (two float64 copies).
+    building = weights * (16 + (size if size != 8 else 0)) + 2 * heads * T * T * 8 + slow + overhead
+    built = weights * size + bias + slow + overhead
+    return building, built, weights
+
+
+def stack_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *,
+                mlp_ratio: int = 4, dtype=None) -> int:
+    """Bytes at the peak of building a ``random_stack`` (weights, draws, score bias)."""
+    return _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype)[0]
 
 
 def simulate_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *, batch: int = 1,
                    mlp_ratio: int = 4, dtype=None) -> int:
-    """Bytes at the peak of ``simulate``: the stack plus one forward pass's live tensors."""
+    """Bytes at the peak of ``simulate``: building the stack, or the built stack plus a forward pass."""
     size = _itemsize(dtype)
+    building, built, _ = _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype)
     scores = SCORE_COPIES * batch * heads * T * T * size
+    if P:
+        scores = max(scores, SCORE_COPIES * batch * heads * (T // P) ** 2 * size)
     hidden = 2 * batch * T * mlp_ratio * d * size
     states = 8 * batch * T * d * size
-    slow = SCORE_COPIES * batch * heads * (T // P) ** 2 * size if P else 0
-    return stack_bytes(T, d, layers, heads, P, mlp_ratio=mlp_ratio, dtype=dtype) + scores + hidden + states + slow
+    return int(max(building, built + scores + hidden + states))
 
 
 def available_bytes() -> int:

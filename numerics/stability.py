@@ -187,8 +187,11 @@ class GateEnclosure:
                     f"(interval-certified, mpmath.iv), small-h form μ/mean(k/a) = {self.g_small_h:.6g} ≤ g*")
         if self.status == "unconstrained":
             return f"{margin}; the slow path's linearisation is zero: every gate is non-expanding"
-        return (f"{margin}; no certified gate: μ ≤ 0 cannot be excluded (the fast maps do not "
-                f"contract on the slow modes)")
+        if self.mu_hi <= 0:
+            return (f"the stability margin μ = {self.mu:.3g} is negative, so no gate is certified "
+                    f"(the fast maps do not contract on the slow modes; μ ∈ [{self.mu_lo:.10g}, {self.mu_hi:.10g}])")
+        return (f"{margin}; the stability margin is not proved positive (its enclosure reaches 0), "
+                f"so no gate is certified")
 
 
 def _iv_sum_log(iv, a_iv, k_iv, h_iv, g):
@@ -407,7 +410,9 @@ def _batched_jacobian(f, x0: torch.Tensor) -> torch.Tensor:
         xb = x0.detach().expand(M, *x0.shape).clone().requires_grad_(True)
         out = f(xb).reshape(M, M)
         eye = torch.eye(M, dtype=out.dtype, device=out.device)
-        (grad,) = torch.autograd.grad(out, xb, eye)
+        # a scalar output with no grad_outputs: autograd then skips a one-time import of torch.fx
+        # (≈1.5 s) that an explicit cotangent triggers
+        (grad,) = torch.autograd.grad((out * eye).sum(), xb)
     return grad.reshape(M, -1)
 
 
@@ -481,13 +486,23 @@ def resolve_method(stack) -> str:
 def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "auto"):
     """Per-layer maps on the slow (block-mean) modes at the token-homogeneous reference.
 
-    Returns (G, K), each (L, n·d, n·d) in orthonormal block-mean coordinates (row-major
-    (block, feature)): G_ℓ = ΠJ_ℓΠ⁺ the gate-0 layer Jacobian, K_ℓ = (I_n ⊗ (I + C_ℓ)) ΠD slow_ℓΠ⁺.
+    Returns (G, K), each (L, n·d, n·d) in block-mean coordinates (row-major (block, feature)):
+    G_ℓ = ΠJ_ℓ(0)Π⁺ the gate-0 layer Jacobian and K_ℓ = (1/h) ∂/∂g ΠJ_ℓ(g)Π⁺ at g = 0, the
+    derivative of the real gated layer's block-mean Jacobian in its gate (docs/theory.md §5).
+
+    The layer is u = (1 − hα)X + h·attn(LN₁X) + h g·slow(LN₁X), X' = u + h·MLP(LN₂u), so by the
+    product rule, with C(u) = h·D(MLP∘LN₂)(u) and s_b the slow branch's output on block b,
+
+        K_ℓ = (I_n ⊗ (I + C_ℓ)) · ΠD slow_ℓΠ⁺  +  diag_b(DC_ℓ(ū_ℓ)[s_b]) · (I_n ⊗ (I + C_ℓ))⁻¹ G_ℓ:
+
+    the slow branch carried through the MLP stage, plus the shift of the MLP's operating point by
+    the slow output (O(h) relative to the first term; block 0 receives no slow output).
     ``method``: "factorisation" assembles G_ℓ = I_n ⊗ G_ℓ(0) + A_c ⊗ (G_ℓ(1) − G_ℓ(0)) from the
     generated blocks of Claim 2.1 (needs one frozen kernel shared by all heads); "autograd"
     differentiates the whole layer (any kernel, slow); "auto" picks the first that applies.
-    C_ℓ (the MLP stage) comes from the generated ``C_layer`` ("factorisation") or from autograd of
-    the layer's own MLP and LN₂ at its reference input ū_ℓ ("autograd", the cross-check).
+    C_ℓ comes from the generated ``C_layer`` ("factorisation") or from autograd of the layer's own
+    MLP and LN₂ at its reference input ū_ℓ ("autograd").  ``gated_layer_jacobians`` is the
+    independent route (the whole gated layer by autograd); the ledger compares the two.
     For the causal kernel ΠJΠ⁺ is the Galerkin (compressed) map: the fast layer does not keep
     block-constant states block-constant (Claim 3.2(a)), so products of compressed maps are the
     coarse model's, not the full Jacobian's restriction.
@@ -495,13 +510,9 @@ def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "au
     _check_stack(stack)
     if method not in ("auto", "factorisation", "autograd"):
         raise ValueError(f"method={method!r} is not one of auto, factorisation, autograd")
-    if xbar is None:
-        xbar = default_reference(stack)
+    xs = _reference_states(stack, xbar)
     cfg = stack.config
-    if xbar.shape != (cfg.d,):
-        raise ValueError(f"xbar has shape {tuple(xbar.shape)}, expected (d={cfg.d},)")
     n, d = cfg.T // cfg.P, cfg.d
-    xs = _reference_tokens(stack, xbar)
     if method == "auto":
         method = resolve_method(stack)
     Ds = _slow_branch_maps(stack, xs)
@@ -516,13 +527,25 @@ def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "au
         G = _fast_maps_autograd(stack, xs)
         C = _mlp_stage_autograd(stack, xs)
     factor = gen.mlp_stage_factor(C)  # (L, d, d), column form: acts on each token's feature vector
-    K = torch.einsum("lij,lajbk->laibk", factor, Ds.reshape(-1, n, d, n, d)).reshape(-1, n * d, n * d)
+    L, N = G.shape[0], n * d
+    K = torch.einsum("lij,lajbk->laibk", factor, Ds.reshape(-1, n, d, n, d)).reshape(-1, N, N)
+    G_u = torch.linalg.solve(factor[:, None], G.reshape(L, n, d, N))  # Π ∂u/∂X Π⁺, (L, n, d, N)
+    shift = _mlp_operating_point_shift(stack, xs)  # (L, n, d, d)
+    K = K + torch.einsum("laij,lajc->laic", shift, G_u).reshape(L, N, N)
     return G.detach(), K.detach()
 
 
-def _mlp_stage_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
-    """C_ℓ = h·D(MLP∘LN₂)(ū_ℓ) by torch.func; ū_ℓ is read off the layer's own token map (the input
-    its LN₂ receives), so nothing of the layer is re-implemented here."""
+def _reference_states(stack, xbar: torch.Tensor | None) -> torch.Tensor:
+    """x̄_0 … x̄_{L−1}, the inputs of the layers on the gate-0 token-homogeneous reference."""
+    if xbar is None:
+        xbar = default_reference(stack)
+    if xbar.shape != (stack.config.d,):
+        raise ValueError(f"xbar has shape {tuple(xbar.shape)}, expected (d={stack.config.d},)")
+    return _reference_tokens(stack, xbar)
+
+
+def _ln2_inputs(stack, xs: torch.Tensor) -> list[torch.Tensor]:
+    """ū_ℓ, the input each layer's LN₂ receives on the reference, read off the layer's own token map."""
     out = []
     for layer, x in zip(stack.layers, xs):
         seen = []
@@ -532,9 +555,151 @@ def _mlp_stage_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
                 layer.token_map(x)
         finally:
             handle.remove()
-        J = _batched_jacobian(lambda u: layer.mlp(layer.ln2(u)), seen[0])
-        out.append(layer.h * J)
+        out.append(seen[0])
+    return out
+
+
+def _mlp_stage_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
+    """C_ℓ = h·D(MLP∘LN₂)(ū_ℓ) by autograd of the layer's own MLP and LN₂ at ū_ℓ."""
+    return torch.stack([layer.h * _batched_jacobian(lambda u, layer=layer: layer.mlp(layer.ln2(u)), u)
+                        for layer, u in zip(stack.layers, _ln2_inputs(stack, xs))]).detach()
+
+
+def _slow_outputs(stack, xs: torch.Tensor) -> torch.Tensor:
+    """s_ℓ,b: the slow branch's output slow(LN₁(1x̄_ℓᵀ)) averaged over block b, (L, n, d), by the
+    layer's own SlowPath on T tokens (block 0 receives zero from the one-block shift)."""
+    cfg = stack.config
+    p0 = next(stack.parameters())
+    Pi = Kn.pool_matrix(cfg.T, cfg.P, dtype=p0.dtype, device=p0.device)
+    with torch.no_grad():
+        return torch.stack([Pi @ layer.slow(layer.ln1(x.expand(cfg.T, cfg.d)))
+                            for layer, x in zip(stack.layers, xs)])
+
+
+def _mlp_operating_point_shift(stack, xs: torch.Tensor) -> torch.Tensor:
+    """DC_ℓ(ū_ℓ)[s_b] = h · ∂/∂t D(MLP∘LN₂)(ū_ℓ + t s_b) at t = 0, (L, n, d, d), by reverse-over-
+    reverse autograd of the layer's own MLP and LN₂ (the gate moves LN₂'s input by h g s_b).
+
+    Row i of D²m(ū)[s] is ∂/∂u (Dm(u)s)_i: one pass builds Dm on n·d copies of ū (copy (b, i)
+    yields row i), a second differentiates row i · s_b on its own copy."""
+    S = _slow_outputs(stack, xs)
+    n, d = S.shape[1], S.shape[2]
+    out = []
+    for layer, u, s in zip(stack.layers, _ln2_inputs(stack, xs), S):
+        eye = torch.eye(d, dtype=u.dtype, device=u.device)
+        with torch.enable_grad():
+            ub = u.detach().expand(n, d, d).clone().requires_grad_(True)
+            m = layer.mlp(layer.ln2(ub))  # (n, d copies, d)
+            (J,) = torch.autograd.grad((m * eye).sum(), ub, create_graph=True)  # J[b, i] = ∇m_i
+            (H,) = torch.autograd.grad(torch.einsum("bij,bj->", J, s), ub)
+        out.append(layer.h * H)
     return torch.stack(out).detach()
+
+
+def gated_layer_jacobians(stack, gates, xbar: torch.Tensor | None = None) -> torch.Tensor:
+    """ΠJ_ℓ(g)Π⁺ of the real gated layer at its gate-0 reference input 1x̄_ℓᵀ, for every gate g:
+    (len(gates), L, n·d, n·d), by autograd of the whole layer with its gate replaced by g.
+
+    The reference inputs are held at the gate-0 trajectory while the gate moves (the certificate
+    linearises there).  One reverse pass per layer: a batch of len(gates)·n·d copies of the
+    T-token layer, each with its own gate, and the identity as cotangent.
+    """
+    _check_stack(stack)
+    xs = _reference_states(stack, xbar)
+    cfg = stack.config
+    T, P, d = cfg.T, cfg.P, cfg.d
+    n = T // P
+    N = n * d
+    p0 = next(stack.parameters())
+    gates = torch.as_tensor(gates, dtype=p0.dtype).to(p0.device).reshape(-1)
+    if not torch.isfinite(gates).all():
+        raise ValueError("gates must be finite numbers")
+    B = gates.numel() * N
+    Pi = Kn.pool_matrix(T, P, dtype=p0.dtype, device=p0.device)
+    Lift = Kn.lift_matrix(T, P, dtype=p0.dtype, device=p0.device)
+    cotangent = torch.eye(N, dtype=p0.dtype, device=p0.device).repeat(gates.numel(), 1)
+    out = []
+    for layer, x in zip(stack.layers, xs):
+        params = {k: v.detach() for k, v in layer.named_parameters()}
+        params["gate"] = gates.repeat_interleave(N).reshape(B, 1, 1)
+        with torch.enable_grad():
+            E = torch.zeros(B, n, d, dtype=p0.dtype, device=p0.device, requires_grad=True)
+            y = Pi @ functional_call(layer, params, (x.expand(T, d) + Lift @ E,))
+            (grad,) = torch.autograd.grad((y.reshape(B, N) * cotangent).sum(), E)
+        out.append(grad.reshape(gates.numel(), N, N))
+    return torch.stack(out, 1).detach()
+
+
+def product_log_norm(maps: torch.Tensor) -> torch.Tensor:
+    """log‖Π_ℓ M_ℓ‖₂ (layer 0 acts first) for maps (..., L, N, N)."""
+    prod = maps[..., 0, :, :]
+    for l in range(1, maps.shape[-3]):
+        prod = maps[..., l, :, :] @ prod
+    return torch.log(spectral_norm(prod))
+
+
+@dataclass
+class Onset:
+    """Where the real gated stack first expands on the slow modes: the smallest |g| on a search
+    grid with log‖Π_ℓ ΠJ_ℓ(g)Π⁺‖ > 0 (per sign of g), refined by bisection-like grids to
+    relative width ≤ ``resolution``.  ``onset`` is None when no gate up to ``cap`` expands, or
+    when the stack already expands at g = 0 (``expands_at_zero``)."""
+
+    onset: float | None
+    onset_plus: float | None
+    onset_minus: float | None
+    cap: float
+    resolution: float
+    expands_at_zero: bool
+    evaluations: int
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def expansion_onset(stack, scale: float, *, xbar: torch.Tensor | None = None, cap_factor: float = 64.0,
+                    grid: int = 10, rounds: int = 2) -> Onset:
+    """Measure the onset of expansion of the real gated stack in |g|, for both signs of g.
+
+    The coarse search runs over gates scale·2^j, j = −1 … log₂(cap_factor) (``scale``: e.g. the
+    certified g*); the first coarse bracket [lo, 2 lo] where log‖Π_ℓ ΠJ_ℓ(g)Π⁺‖ turns positive
+    is refined ``rounds`` times on ``grid`` interior points (both signs in one batch), so the
+    onset is known to relative width ``resolution`` = 1/(grid + 1)^rounds.  The first crossing is
+    reported: a non-monotone norm could dip back below 1 further out.
+    """
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale={scale!r} must be a positive number (e.g. the certified g*)")
+    stack = at_zero_gate(stack)
+    coarse = scale * 2.0 ** torch.arange(-1, int(math.log2(cap_factor)) + 1, dtype=torch.float64)
+    coarse = torch.cat([torch.zeros(1, dtype=torch.float64), coarse])
+    log_norms = product_log_norm(gated_layer_jacobians(stack, torch.cat([coarse, -coarse[1:]]), xbar))
+    evaluations = 2 * coarse.numel() - 1
+    expands_at_zero = bool(log_norms[0] > 0)
+    m = coarse.numel()
+    brackets = {}
+    for sign, vals in ((1.0, log_norms[:m]), (-1.0, torch.cat([log_norms[:1], log_norms[m:]]))):
+        hit = torch.nonzero(vals > 0).flatten()
+        if not expands_at_zero and hit.numel():
+            j = int(hit[0])
+            brackets[sign] = [float(coarse[j - 1]), float(coarse[j])]
+    for _ in range(rounds if brackets else 0):
+        pts = {sign: torch.linspace(lo, hi, grid + 2, dtype=torch.float64)[1:-1] for sign, (lo, hi) in brackets.items()}
+        signed = torch.cat([sign * p for sign, p in pts.items()])
+        inner = product_log_norm(gated_layer_jacobians(stack, signed, xbar)).split(grid)
+        evaluations += signed.numel()
+        for (sign, p), vals in zip(pts.items(), inner):
+            first = torch.nonzero(vals > 0).flatten()
+            lo, hi = brackets[sign]
+            if first.numel():
+                i = int(first[0])
+                brackets[sign] = [float(p[i - 1]) if i > 0 else lo, float(p[i])]
+            else:
+                brackets[sign] = [float(p[-1]), hi]
+    found = {sign: brackets[sign][1] if sign in brackets else None for sign in (1.0, -1.0)}
+    both = [v for v in found.values() if v is not None]
+    return Onset(onset=min(both) if both else None, onset_plus=found[1.0], onset_minus=found[-1.0],
+                 cap=float(coarse[-1]), resolution=1.0 / (grid + 1) ** rounds,
+                 expands_at_zero=expands_at_zero, evaluations=evaluations)
 
 
 @dataclass
@@ -548,6 +713,7 @@ class GateCertificate:
     slow_modes: int
     kernel: str
     notes: list[str] = field(default_factory=list)
+    maps: tuple | None = field(default=None, repr=False)  # (G, K), each (L, N, N); not serialised
 
     @property
     def status(self) -> str:
@@ -601,4 +767,4 @@ def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "
         notes.append("causal kernel: G_ℓ is the compressed (Galerkin) map on block means (Claim 3.2(a) fails "
                      "for causal kernels)")
     return GateCertificate(enclosure=enclosure, a=a.tolist(), k=k.tolist(), method=resolved,
-                           slow_modes=N, kernel=cfg.kernel, notes=notes)
+                           slow_modes=N, kernel=cfg.kernel, notes=notes, maps=(G, K))

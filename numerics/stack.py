@@ -22,6 +22,7 @@ dX/dt = F(θ(t), X) (Claim 1.1); ``stack.weights_at(t)`` evaluates θ(t) anywher
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, asdict
 
@@ -79,34 +80,16 @@ def _finite(value, name: str) -> None:
         raise ValueError(f"{name}={value!r} must be a finite number")
 
 
-def validate_config(cfg: StackConfig) -> StackConfig:
-    """Raise ValueError naming the offending parameter; never fixes anything silently."""
-    for name in ("T", "d", "layers", "heads", "mlp_ratio"):
-        _positive_int(getattr(cfg, name), name)
-    if cfg.d % cfg.heads:
-        raise ValueError(f"heads={cfg.heads} does not divide d={cfg.d}")
-    K.check_kernel(cfg.kernel)
-    K.check_kernel(cfg.slow_kernel, name="slow_kernel", allowed=K.SLOW_KERNELS)
-    if cfg.P is not None:
-        K.check_divisible(cfg.T, cfg.P, "P")
-    if cfg.block_size is not None:
-        K.check_divisible(cfg.T, cfg.block_size, "block_size")
-    if cfg.kernel == "block" and cfg.block_size is None and cfg.P is None:
-        raise ValueError("kernel='block' needs block_size or P to define its blocks")
-    for name in ("gate", "value_scale", "weight_scale", "decay", "ln_gain"):
-        _finite(getattr(cfg, name), name)
-    if cfg.gate != 0.0 and cfg.P is None:
-        raise ValueError(f"gate={cfg.gate} needs the slow path: set P (block length)")
-    if cfg.weight_scale <= 0:
-        raise ValueError(f"weight_scale={cfg.weight_scale} must be positive")
-    if cfg.decay < 0:
-        raise ValueError(f"decay={cfg.decay} must be >= 0 (X' = (1 - h*decay) X + ...)")
-    if cfg.value_scale < 0:
-        raise ValueError(f"value_scale={cfg.value_scale} must be >= 0 (W_VO ≈ c·I + noise, c ≥ 0)")
-    if cfg.weight_path not in WEIGHT_PATHS:
-        raise ValueError(f"weight_path={cfg.weight_path!r} is not one of None, 'smooth'")
-    if not isinstance(cfg.seed, int):
-        raise ValueError(f"seed={cfg.seed!r} must be an integer")
+def validate_config(cfg: StackConfig, dtype=None) -> StackConfig:
+    """Raise ValueError naming the offending parameter; never fixes anything silently.
+
+    The checks are ``proofs_check.validation.StackParams`` (types, ranges, finiteness, what
+    ``dtype`` can hold), shared with the CLI; the architecture is checked against the registry.
+    """
+    from proofs_check.validation import StackParams, _validate
+
+    fields = {k: v for k, v in cfg.as_dict().items() if k != "arch"}
+    _validate(StackParams, dict(fields, dtype=dtype))
     check_arch(cfg.arch)
     return cfg
 
@@ -220,7 +203,8 @@ class Layer(nn.Module):
         self.mlp = MLP(cfg.d, cfg.mlp_ratio * cfg.d)
         if cfg.P is not None:
             self.slow = SlowPath(cfg.d, cfg.heads, cfg.T, cfg.P, cfg.slow_kernel)
-            self.gate = nn.Parameter(torch.tensor(float(cfg.gate)))
+            # float64, so that the cast to the stack's dtype is the only rounding of the gate
+            self.gate = nn.Parameter(torch.tensor(float(cfg.gate), dtype=torch.float64))
         else:
             self.slow = None
 
@@ -255,6 +239,8 @@ class Stack(nn.Module):
     def __init__(self, cfg: StackConfig):
         super().__init__()
         self.config = validate_config(cfg)
+        #: check every input for NaN / inf at the entry of the forward pass (switch off in inner loops)
+        self.check_inputs = True
         bias = K.score_bias(cfg.T, cfg.heads, cfg.kernel, cfg.block_size or cfg.P)
         self.layers = nn.ModuleList(Layer(cfg, bias) for _ in range(cfg.layers))
         self._path: dict[str, torch.Tensor] | None = None
@@ -321,9 +307,34 @@ class Stack(nn.Module):
                 raise ValueError(f"parameter {name} has non-finite entries (NaN or inf)")
 
     def _check_input(self, x):
-        T, d = self.config.T, self.config.d
-        if x.dim() < 2 or x.shape[-2:] != (T, d):
-            raise ValueError(f"input has shape {tuple(x.shape)}, expected (..., T={T}, d={d})")
+        check_input(x, self.config.T, self.config.d, finite=self.check_inputs)
+
+
+def check_input(x: torch.Tensor, T: int, d: int, *, finite: bool = True, name: str = "input X") -> None:
+    """Raise ValueError for an input of the wrong shape, or (``finite``) with a NaN or inf entry.
+
+    The error names the tensor and the first bad index.  The causal mask is additive, so one
+    non-finite token would reach every row through NaN + (-inf) = NaN in the scores: such
+    inputs are refused, like non-finite weights (``Stack.check_finite``).
+    """
+    if x.dim() < 2 or x.shape[-2:] != (T, d):
+        raise ValueError(f"input has shape {tuple(x.shape)}, expected (..., T={T}, d={d})")
+    if finite and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        index = tuple(int(i) for i in (~torch.isfinite(x)).nonzero()[0])
+        raise ValueError(f"{name} has a non-finite entry at index {index} ({float(x[index])}); "
+                         "inputs must be finite")
+
+
+@contextlib.contextmanager
+def unchecked_inputs(stack):
+    """Within the block, ``stack`` skips the finiteness check of its inputs (for inner loops)."""
+    base = getattr(stack, "base", stack)
+    previous = base.check_inputs
+    base.check_inputs = False
+    try:
+        yield stack
+    finally:
+        base.check_inputs = previous
 
 
 def _draw_layer_params(layer: Layer, cfg: StackConfig, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -373,6 +384,8 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     modules and draws (``numerics.architectures``: postln, relu, looped, hrm, mhc,
     compressed), configured by ``arch_options``.
 
+    Every argument is checked first (``proofs_check.validation.validate_stack``: types, ranges,
+    what ``dtype`` can hold, and whether the stack fits in the available memory).
     Weights are drawn in float64 on the CPU from ``torch.Generator().manual_seed(seed)``
     and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
     ``weight_path=None`` draws every layer i.i.d.; ``"smooth"`` samples θ_ℓ = θ(ℓh) from
@@ -380,6 +393,12 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     """
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
+    from proofs_check.validation import validate_stack
+
+    validate_stack(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
+                   mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
+                   block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
+                   decay=decay, ln_gain=ln_gain, dtype=dtype)
     if arch != "preln":
         return VARIANTS[check_arch(arch)](arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
                      heads=heads, kernel=kernel, P=P, gate=gate, seed=seed, mlp_ratio=mlp_ratio,

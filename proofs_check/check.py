@@ -24,26 +24,41 @@ def environment(device: str) -> dict:
 def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
                quick: bool = True, progress: bool = True, cache_dir: str | None = None) -> dict:
     """Run the selected claims (all of THEORY.md by default) and return the ledger dict."""
-    from tqdm import tqdm
+    from proofs_check.progress import track
 
+    from proofs_check.validation import validate_check
+
+    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick)
     load_checks()
-    ids = claim_ids or list(CLAIM_IDS)
-    unknown = [i for i in ids if i not in CLAIM_IDS]
-    if unknown:
-        raise ValueError(f"--claim {', '.join(unknown)}: not a claim of THEORY.md "
-                         f"(known: {', '.join(CLAIM_IDS)})")
+    ids = params.claim_ids or list(CLAIM_IDS)
     ctx = CheckContext(device=device, profile=profile, quick=quick, cache_dir=cache_dir)
-    claims = []
-    bar = tqdm(ids, desc="claims", unit="claim", disable=not progress or not sys.stderr.isatty())
-    for cid in bar:
-        bar.set_postfix_str(cid)
-        claims.append(run_claim(cid, ctx))
+    claims = [run_claim(cid, ctx)
+              for cid in track(ids, "check claims", unit="claim", label=_claim_label, enabled=progress)]
     return {"claims": claims, "environment": environment(device),
             "options": {"profile": profile, "quick": quick}}
 
 
+def _claim_label(cid: str) -> str:
+    from proofs_check.ledger import CLAIMS
+
+    spec = CLAIMS.get(cid)
+    return f"{cid} ({spec.title})" if spec is not None and getattr(spec, "title", None) else cid
+
+
+TITLE_WIDTH = 46
+
+
+def shorten(text: str, width: int = TITLE_WIDTH) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, marked with an ellipsis."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1].rsplit(" ", 1)[0].rstrip(" ,;:—–-")
+    return cut + "…"
+
+
 def format_table(ledger: dict) -> str:
-    """Plain-text ledger: claim, symbolic, numeric error vs tolerance, control, status."""
+    """Plain-text ledger: claim, symbolic, numeric error vs tolerance, control, status; then the run's
+    profile and sizes (the symbolic step count depends on them: ``thorough`` and full sizes prove more)."""
     rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "status", "s")]
     for c in ledger["claims"]:
         sym = f"{c['symbolic']['proved']}/{c['symbolic']['steps']}"
@@ -51,13 +66,19 @@ def format_table(ledger: dict) -> str:
         num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e} ({num['cases']})" if num else "-"
         ctl = c["control"]["status"] if c.get("control") else "-"
         flag = " (recon.)" if c.get("reconstruction") else ""
-        rows.append((c["id"], (c["title"] + flag)[:46], sym, num_s, ctl, c["status"],
+        rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, c["status"],
                      f"{c.get('seconds', 0):.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
-    lines.append(f"\n{counts['verified']} verified, {counts['failed']} failed, {counts['skipped']} skipped")
+    opts = ledger.get("options", {})
+    sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"
+    steps = sum(c["symbolic"]["steps"] for c in ledger["claims"])
+    proved = sum(c["symbolic"]["proved"] for c in ledger["claims"])
+    lines.append(f"\n{counts['verified']} verified, {counts['failed']} failed, {counts['skipped']} skipped; "
+                 f"profile {opts.get('profile', 'ci')}, {sizes}: {proved}/{steps} symbolic steps proved "
+                 "(the step count depends on the profile and sizes)")
     for c in ledger["claims"]:
         if c["status"] == "failed":
             lines.append(f"  {c['id']} failed: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")

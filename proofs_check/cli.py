@@ -2,18 +2,24 @@
 
 Every subcommand validates its input and exits 2 with ``fastslow: error: ...`` naming
 the parameter on bad input; 1 when a check or drift test fails; 0 otherwise.
+
+Validation is declarative: each argument names its checker as its argparse ``type`` (ASCII
+numbers, output files and folders, checked when the command line is parsed, before any
+work), and the values go on to the Python API's own boundary checks
+(``proofs_check.validation``).  ``check``, ``matrix`` and ``reproduce`` first confirm that
+``numerics/generated/`` is what its derivations recorded (``proofs_check.integrity``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from pathlib import Path
 
-from proofs_check.io import write_json
+from proofs_check.io import Terminated, write_json, write_text
+from proofs_check.validation import (InvalidInput, ascii_float, ascii_int, check_output_dir,
+                                     check_output_file, load_ledger, memory_size, validate_claims)
 
 DEVICES = ("auto", "cpu", "cuda")
 PROFILES = ("ci", "thorough")
@@ -23,14 +29,53 @@ class UsageError(ValueError):
     """Bad input from the command line; printed without a traceback."""
 
 
-def _finite_float(text: str) -> float:
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``fastslow simulate: error: argument --T: ...``), exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _path_type(check, name: str):
+    """An argparse ``type`` that runs a path check of ``proofs_check.validation``."""
+
+    def convert(text: str) -> str:
+        try:
+            return check(text, name)
+        except InvalidInput as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix(f"{name} "))
+
+    convert.__name__ = name.lstrip("-")
+    return convert
+
+
+output_file = _path_type(check_output_file, "--json")
+output_dir = _path_type(check_output_dir, "--out")
+
+
+def _integrity(args):
+    """Refuse (exit 1) when numerics/generated/ is not what its derivations recorded, unless overridden."""
+    from proofs_check.integrity import verify
+
+    report = verify()
+    report.override = bool(getattr(args, "allow_drift", False)) and not report.ok
+    if report.stale or not report.ok:
+        print(str(report), file=sys.stderr)
+    return report
+
+
+def _scale_preset(name: str) -> str:
+    from numerics.presets import check_preset
+
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not finite")
-    return value
+        return check_preset(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _table_stream(args):
+    """Where the human-readable table goes: stderr when the JSON goes to stdout (``--json -``)."""
+    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
 
 
 def _device(name: str) -> str:
@@ -50,10 +95,31 @@ def cmd_derive(args) -> int:
 def cmd_check(args) -> int:
     from proofs_check.check import run_checks, format_table
 
+    claims = validate_claims(args.claim)
     device = _device(args.device)
-    ledger = run_checks(args.claim or None, device=device, profile=args.profile,
+    if args.scale:
+        return _check_scale(args, claims, device)
+    integrity = _integrity(args)
+    if not integrity.ok and not integrity.override:
+        return 1
+    ledger = run_checks(claims, device=device, profile=args.profile,
                         quick=not args.full, progress=not args.no_progress)
-    print(format_table(ledger))
+    ledger["integrity"] = integrity.as_dict()
+    print(format_table(ledger), file=_table_stream(args))
+    if integrity.override:
+        print(str(integrity), file=_table_stream(args))
+    if args.json:
+        write_json(args.json, ledger)
+    return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
+
+
+def _check_scale(args, claims, device) -> int:
+    """``check --scale PRESET``: every claim's scale form at the preset's size (proofs_check.scale)."""
+    from proofs_check.check import format_table
+    from proofs_check.scale import format_sizes, run_scale
+
+    ledger = run_scale(args.scale, claims, device=device, dtype=args.dtype, progress=not args.no_progress)
+    print(format_table(ledger) + "\n" + format_sizes(ledger), file=_table_stream(args))
     if args.json:
         write_json(args.json, ledger)
     return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
@@ -78,11 +144,16 @@ def cmd_figures(args) -> int:
 def cmd_simulate(args) -> int:
     from proofs_check.simulate import simulate, format_summary
 
+    if args.scale:  # the preset's sizes replace --T, --d, --layers, --heads
+        from numerics.presets import SIZES
+
+        args.T, args.d, args.layers, args.heads = SIZES[args.scale]
     summary = simulate(T=args.T, P=args.P or None, d=args.d, layers=args.layers, heads=args.heads,
                        kernel=args.kernel, gate=args.gate, seed=args.seed, device=_device(args.device),
                        slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay,
-                       strict=args.strict, ln_gain=args.ln_gain, weight_scale=args.weight_scale)
-    print(format_summary(summary))
+                       strict=args.strict, ln_gain=args.ln_gain, weight_scale=args.weight_scale,
+                       certificate=args.certificate)
+    print(format_summary(summary), file=_table_stream(args))
     if args.json:
         write_json(args.json, summary)
     return 0
@@ -100,7 +171,8 @@ def cmd_bench(args) -> int:
 def cmd_reproduce(args) -> int:
     from proofs_check.reproduce import reproduce
 
-    return reproduce(out=Path(args.out), quick=args.quick, device=_device(args.device))
+    return reproduce(out=Path(args.out), quick=args.quick, device=_device(args.device),
+                     allow_drift=args.allow_drift)
 
 
 def cmd_mutate(args) -> int:
@@ -127,7 +199,7 @@ def cmd_mutate(args) -> int:
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
-            Path(args.equivalents).write_text(markdown(code, "fastslow mutate"))
+            write_text(args.equivalents, markdown(code, "fastslow mutate"))
     if args.json:
         write_json(args.json, result)
     return 0 if ok else 1
@@ -136,20 +208,22 @@ def cmd_mutate(args) -> int:
 def cmd_matrix(args) -> int:
     from proofs_check.matrix import format_table, run_matrix
 
-    ledger = None
-    if args.ledger:
-        with open(args.ledger) as fh:
-            ledger = json.load(fh)
+    claims = validate_claims(args.claim)
+    ledger = load_ledger(args.ledger) if args.ledger is not None else None
+    integrity = _integrity(args)
+    if not integrity.ok and not integrity.override:
+        return 1
     matrix = run_matrix(quick=not args.full, only_arch=args.only_arch or None, claims=args.claim or None,
                         ledger=ledger, device=_device(args.device), progress=not args.no_progress)
-    print(format_table(matrix))
+    matrix["integrity"] = integrity.as_dict()
+    print(format_table(matrix), file=_table_stream(args))
     if args.json:
         write_json(args.json, matrix)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fastslow",
         description="Verify the claims of 'Attention is Just Another Name for Coupling?' "
                     "(arXiv 2606.16730) symbolically, by generated code, and by simulation.")
@@ -163,19 +237,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_derive)
 
     p = sub.add_parser("check", help="verify claims (symbolic, mpmath, numeric, control); print the ledger")
-    p.add_argument("--claim", action="append", metavar="ID",
-                   help="claim id as in THEORY.md, e.g. 2.1 (repeatable; default: all)")
+    p.add_argument("--claim", action="extend", nargs="+", metavar="ID",
+                   help="claim ids as in THEORY.md, e.g. --claim 2.1 4.1 (repeatable, duplicates dropped; "
+                        "default: all)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where simulations run (default cpu)")
     p.add_argument("--profile", choices=PROFILES, default=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
                    help="ci: bounded sizes (default); thorough: many more cases, meant for a GPU")
     p.add_argument("--full", action="store_true", help="full-size checks instead of the quick CI sizes")
-    p.add_argument("--json", metavar="PATH", help="write the ledger as JSON")
+    p.add_argument("--json", metavar="PATH", type=output_file, help="write the ledger as JSON ('-': stdout)")
+    p.add_argument("--allow-drift", action="store_true",
+                   help="development only: run even when numerics/generated/ does not match the hashes its "
+                        "derivations recorded (the override is written into the ledger)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--scale", metavar="PRESET", type=_scale_preset,
+                   help="the claims' matrix-free scale forms at a preset size: toy, ci, gpt2-small, "
+                        "gpt2-medium, gpt2-large (numerics/presets.py)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="with --scale: the stacks' dtype (default float64; float32 has its own tolerances)")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("figures", help="list or render the figures")
     p.add_argument("--only", action="append", metavar="NAME", help="render this figure (repeatable)")
-    p.add_argument("--out", default="out/figures", help="output folder (default out/figures)")
+    p.add_argument("--out", default="out/figures", type=output_dir, help="output folder (default out/figures)")
     p.add_argument("--list", action="store_true", help="list figure names and exit")
     p.add_argument("--format", action="append", choices=("png", "pdf"),
                    help="file format (repeatable; default png and pdf)")
@@ -184,36 +267,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_figures)
 
     p = sub.add_parser("simulate", help="build a random stack, run it and its reference trajectory")
-    p.add_argument("--T", type=int, default=64, help="tokens (default 64)")
-    p.add_argument("--P", type=int, default=8, help="block length of the slow path; 0 turns it off (default 8)")
-    p.add_argument("--d", type=int, default=64, help="model width (default 64)")
-    p.add_argument("--layers", type=int, default=12, help="depth L, h = 1/L (default 12)")
-    p.add_argument("--heads", type=int, default=4, help="attention heads, must divide d (default 4)")
+    p.add_argument("--T", type=ascii_int, default=64, help="tokens (default 64)")
+    p.add_argument("--P", type=ascii_int, default=8, help="block length of the slow path; 0 turns it off (default 8)")
+    p.add_argument("--d", type=ascii_int, default=64, help="model width (default 64)")
+    p.add_argument("--layers", type=ascii_int, default=12, help="depth L, h = 1/L (default 12)")
+    p.add_argument("--heads", type=ascii_int, default=4, help="attention heads, must divide d (default 4)")
     p.add_argument("--kernel", default="causal", help="causal | full | alibi | block (default causal)")
+    p.add_argument("--scale", metavar="PRESET", type=_scale_preset,
+                   help="take T, d, layers and heads from a preset (toy, ci, gpt2-small, gpt2-medium, gpt2-large)")
     p.add_argument("--slow-kernel", default="causal", help="causal (default) | full (v1's unmasked variant)")
-    p.add_argument("--gate", type=_finite_float, default=0.0, help="gate amplitude g of every layer (default 0)")
-    p.add_argument("--value-scale", type=_finite_float, default=0.0, help="c in W_VO ≈ c·I + noise (default 0)")
-    p.add_argument("--decay", type=_finite_float, default=0.0, help="residual damping α ≥ 0 (default 0)")
-    p.add_argument("--ln-gain", type=_finite_float, default=1.0, help="LN gains γ ≈ this (default 1)")
-    p.add_argument("--weight-scale", type=_finite_float, default=1.0, help="scale of the random weights (default 1)")
+    p.add_argument("--gate", type=ascii_float, default=0.0, help="gate amplitude g of every layer (default 0)")
+    p.add_argument("--value-scale", type=ascii_float, default=0.0, help="c in W_VO ≈ c·I + noise (default 0)")
+    p.add_argument("--decay", type=ascii_float, default=0.0, help="residual damping α ≥ 0 (default 0)")
+    p.add_argument("--ln-gain", type=ascii_float, default=1.0, help="LN gains γ ≈ this (default 1)")
+    p.add_argument("--weight-scale", type=ascii_float, default=1.0, help="scale of the random weights (default 1)")
     p.add_argument("--strict", action="store_true",
                    help="error (exit 2) when --gate exceeds the certified gate bound g* (default: a warning)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-certificate", dest="certificate", action="store_false",
+                   help="skip the gate certificate (μ and g*, Claim 5.1), about 2 s of the run at the "
+                        "default sizes (timed as 'certificate' in the summary)")
+    p.add_argument("--seed", type=ascii_int, default=0, help="seed of the weights (and, + 1, of the input); "
+                                                            "0 ≤ seed < 2**63 - 1")
+    p.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                   help="refuse a run whose estimated memory exceeds SIZE (e.g. 2G; default: the available memory)")
     p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--json", metavar="PATH", help="write the summary as JSON")
+    p.add_argument("--json", metavar="PATH", type=output_file, help="write the summary as JSON ('-': stdout)")
     p.set_defaults(run=cmd_simulate)
 
     p = sub.add_parser("bench", help="benchmarks, each a ratio against a baseline timed in the same run")
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--json", metavar="PATH")
+    p.add_argument("--json", metavar="PATH", type=output_file, help="write the results as JSON ('-': stdout)")
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("mutate", help="theory and code mutants: is each deliberate mistake caught? "
                                        "(mutation scores)")
     p.add_argument("--only", action="append", metavar="NAME", help="this mutant only (repeatable)")
-    p.add_argument("--json", metavar="PATH", help="write the scores as JSON")
-    p.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
+    p.add_argument("--json", metavar="PATH", type=output_file, help="write the scores as JSON ('-': stdout)")
+    p.add_argument("--workers", type=ascii_int, default=2, help="parallel processes (default 2)")
     p.add_argument("--no-tests", action="store_true",
                    help="ledger checks only; skip running the family's tests on survivors")
     code = p.add_mutually_exclusive_group()
@@ -221,28 +312,38 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the theory mutants only, not mutmut's code mutants (which run by default over "
                            "numerics/stack.py, kernels.py, generated/; --only implies this)")
     code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
-    p.add_argument("--equivalents", metavar="PATH",
+    p.add_argument("--equivalents", metavar="PATH", type=_path_type(check_output_file, "--equivalents"),
                    help="write the code mutants' survivors and the rule justifying each "
                         "(docs/equivalent_mutants.md) as markdown")
     p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")
-    p.add_argument("--json", metavar="PATH", help="write the matrix as JSON")
+    p.add_argument("--json", metavar="PATH", type=output_file, help="write the matrix as JSON ('-': stdout)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="CI sizes (default)")
     mode.add_argument("--full", action="store_true", help="full sizes")
     p.add_argument("--only-arch", action="append", metavar="NAME", help="only this variant (repeatable)")
-    p.add_argument("--claim", action="append", metavar="ID", help="only this claim (repeatable)")
+    p.add_argument("--claim", action="extend", nargs="+", metavar="ID",
+                   help="only these claims (several ids or repeated; duplicates dropped)")
     p.add_argument("--ledger", metavar="PATH", help="reuse a ledger JSON (fastslow check --json) for preln")
+    p.add_argument("--allow-drift", action="store_true",
+                   help="development only: run even when numerics/generated/ does not match its recorded hashes")
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.add_argument("--no-progress", action="store_true", help="no per-cell progress lines")
     p.set_defaults(run=cmd_matrix)
 
     p = sub.add_parser("reproduce", help="derive --check, check every claim, all figures, the report")
-    p.add_argument("--out", default="out", help="output folder (default out/)")
+    p.add_argument("--out", default="out", type=output_dir, help="output folder (default out/)")
     p.add_argument("--quick", action="store_true", help="the CI-sized run (about 3 minutes)")
     p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--allow-drift", action="store_true",
+                   help="development only: run even when numerics/generated/ does not match its recorded "
+                        "hashes (the override is printed in the ledger and the report)")
     p.set_defaults(run=cmd_reproduce)
+
+    from proofs_check.sweep.command import add_parser as add_sweep_parser
+
+    add_sweep_parser(sub)
     return parser
 
 
@@ -252,11 +353,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (ValueError, UsageError) as exc:
-        print(f"fastslow {args.command}: error: {exc}", file=sys.stderr)
+        print(f"fastslow {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the environment (disk full, permissions changed mid-run), not the input
+        print(f"fastslow {args.command}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("fastslow: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("fastslow: terminated", file=sys.stderr)
+        return 143
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split("\n")).strip() or type(exc).__name__
 
 
 if __name__ == "__main__":

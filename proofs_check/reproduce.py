@@ -3,38 +3,53 @@
 Writes into ``out``: ``figures/*.png|pdf``, ``ledger.json``, ``report.md``, ``report.html``
 (each atomically: an interrupted run leaves the previous file or none, never half of one),
 and keeps the training experiment's curves in ``out/cache`` so a rerun reuses them.
-Derivations are cached by source hash (``.fastslow-cache``), so a rerun skips SymPy work.
+``derive --check`` always derives afresh from the sources (the cache only speeds up ``derive``).
+
+Before any work the output folder is checked (it must be a writable folder), temporary
+files that a killed earlier run left in it are removed, and ``numerics/generated/`` is
+checked against the hashes its derivations recorded (``proofs_check.integrity``): drift
+refuses the run (1) unless ``allow_drift``, and an override is printed in the ledger and the report.
+Every file is written through ``proofs_check.io``.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
-from proofs_check.io import write_json, write_text
+from proofs_check.io import remove_stale_temps, write_json, write_text
 
 
-def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
+def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: bool = False) -> int:
     """Run everything; return 0 when the derivations match and no claim failed."""
-    from tqdm import tqdm
+    import sys
 
+    from proofs_check.integrity import verify
+    from proofs_check.validation import check_output_dir
+
+    out = Path(check_output_dir(out))
+    for stale in remove_stale_temps(out):
+        print(f"removed {stale} (left by an interrupted run)", file=sys.stderr)
+    integrity = verify()
+    integrity.override = allow_drift and not integrity.ok
+    if integrity.stale or not integrity.ok:
+        print(str(integrity), file=sys.stderr)
+    if not integrity.ok and not integrity.override:
+        return 1
     from proofs_check.check import format_table, run_checks
     from proofs_check.figures import load_figures, render
     from proofs_check.ledger import CheckContext
-    from proofs_check.report import render_html, render_markdown
+    from proofs_check.progress import track
+    from proofs_check.report import derivations, render_html, render_markdown
     from theory.derive import derive
 
-    out = Path(out)
     figures_dir = out / "figures"
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     steps = ["derive --check", "check claims", "claims x architectures", "figures", "report"]
-    bar = tqdm(steps, desc="reproduce", unit="step", file=sys.stderr)
     results: dict = {}
-    for step in bar:
-        bar.set_postfix_str(step)
+    for step in track(steps, "reproduce", unit="step"):
         start = time.perf_counter()
         if step == "derive --check":
             results["derive"] = derive(check=True, progress=False)
@@ -46,7 +61,6 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
 
             results["matrix"] = run_matrix(quick=quick, ledger=results["ledger"], device=device,
                                            progress=True)
-            write_json(cache_dir / "matrix.json", results["matrix"])
             write_json(out / "matrix.json", results["matrix"])
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))
@@ -61,19 +75,22 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu") -> int:
             for name, fig in sorted(figures.items()):
                 if name not in figure_index.get(fig.claim, []):
                     figure_index.setdefault(fig.claim, []).append(name)
+            for c in ledger["claims"]:  # the SymPy work of the report, timed before the page is written
+                derivations(c.get("generated", []))
             timings[step] = time.perf_counter() - start
             ledger["timings"] = timings
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
+            ledger["integrity"] = integrity.as_dict()
             write_json(out / "ledger.json", ledger)
             from proofs_check.matrix import matrix_section
 
-            extra = _derive_section(results["derive"]) + [""] + matrix_section(results["matrix"])
+            extra = _derive_section(results["derive"], integrity) + [""] + matrix_section(results["matrix"],
+                                                                                figures=["claims_matrix"])
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
             write_text(out / "report.html", render_html(md, figures_dir))
         timings[step] = time.perf_counter() - start
-        tqdm.write(f"  {step}: {timings[step]:.1f} s", file=sys.stderr)
     ledger = results["ledger"]
     print(format_table(ledger))
     print(f"\nderive --check: {'ok' if results['derive'].ok else 'DRIFT'}")
@@ -114,7 +131,14 @@ def _mutation_section(out: Path) -> list[str]:
     return lines
 
 
-def _derive_section(report) -> list[str]:
-    return ["", "## Generated code", "", "`fastslow derive --check`: "
-            + ("every generated module matches its derivation." if report.ok else "DRIFT:"), "",
-            "```", str(report), "```"]
+def _derive_section(report, integrity) -> list[str]:
+    lines = ["", "## Generated code", "", "`fastslow derive --check`: "
+             + ("every generated module matches its derivation." if report.ok else "DRIFT:"), "",
+             "```", str(report), "```", ""]
+    if integrity.override:
+        lines += ["**Integrity check overridden (`--allow-drift`)**: this report's verdicts rest on generated "
+                  "code that does not match the hashes its derivations recorded.", "", "```", str(integrity), "```"]
+    else:
+        lines.append(f"Integrity: {integrity.checked} generated modules match the hashes recorded by "
+                     "`fastslow derive` (numerics/generated/manifest.json).")
+    return lines

@@ -93,16 +93,25 @@ def _integral(value):
     return int(value)
 
 
+def _positive_int(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError("must be a positive integer")
+    return int(value)
+
+
+def _optional_positive_int(value):
+    return None if value is None else _positive_int(value)
+
+
 def _real(value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError("must be a number")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError("must be finite")
-    return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return float(value)
 
 
 Int = Annotated[int, BeforeValidator(_integral)]
+PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+OptionalPositiveInt = Annotated[int | None, BeforeValidator(_optional_positive_int)]
 Real = Annotated[float, BeforeValidator(_real)]
 
 
@@ -110,7 +119,7 @@ def _message(exc: ValidationError, data: dict) -> str:
     """The first pydantic error as one line naming the parameter and its value."""
     err = exc.errors()[0]
     loc = err["loc"]
-    name = ".".join(str(part) for part in loc) if loc else "input"
+    name = str(loc[0]) if loc else "input"
     if err["type"] == "value_error":
         text = str(err["ctx"]["error"])
         if text.startswith(("must ", "is ")) and loc:
@@ -159,30 +168,23 @@ class StackParams(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    T: Int
-    d: Int
-    layers: Int
-    heads: Int
+    T: PositiveInt
+    d: PositiveInt
+    layers: PositiveInt
+    heads: PositiveInt
     kernel: str
-    P: Int | None = None
+    P: OptionalPositiveInt = None
     gate: Real = 0.0
     seed: Int = 0
-    mlp_ratio: Int = 4
-    weight_path: Literal["smooth"] | None = None
+    mlp_ratio: PositiveInt = 4
+    weight_path: str | None = None
     slow_kernel: str = "causal"
-    block_size: Int | None = None
+    block_size: OptionalPositiveInt = None
     value_scale: Real = 0.0
     weight_scale: Real = 1.0
     decay: Real = 0.0
     ln_gain: Real = 1.0
     dtype: Any = None
-
-    @field_validator("T", "d", "layers", "heads", "mlp_ratio")
-    @classmethod
-    def _positive(cls, value: int) -> int:
-        if value < 1:
-            raise ValueError("must be a positive integer (≥ 1)")
-        return value
 
     @field_validator("seed")
     @classmethod
@@ -195,7 +197,7 @@ class StackParams(BaseModel):
     @classmethod
     def _weight_scale(cls, value: float) -> float:
         if value <= 0:
-            raise ValueError("must be positive (it scales every random matrix)")
+            raise ValueError("must be positive")
         return value
 
     @field_validator("decay")
@@ -237,6 +239,8 @@ class StackParams(BaseModel):
             raise ValueError("kernel='block' needs block_size or P to define its blocks")
         if self.gate != 0.0 and self.P is None:
             raise ValueError(f"gate={self.gate} needs the slow path: set P (block length)")
+        if self.weight_path not in (None, "smooth"):
+            raise ValueError(f"weight_path={self.weight_path!r} is not one of None, 'smooth'")
         dtype = self.dtype if self.dtype is not None else torch.float64
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
@@ -251,7 +255,8 @@ def validate_stack(**kwargs) -> StackParams:
     from numerics.memory import check_fits, stack_bytes
 
     check_fits(stack_bytes(params.T, params.d, params.layers, params.heads, params.P,
-                           mlp_ratio=params.mlp_ratio, dtype=params.dtype), what="the stack's weights")
+                           mlp_ratio=params.mlp_ratio, dtype=params.dtype),
+               what=f"a stack with T={params.T} d={params.d} layers={params.layers} heads={params.heads}")
     return params
 
 
@@ -260,16 +265,9 @@ class SimulateParams(StackParams):
     """``simulate``'s arguments: the stack's, plus the run's."""
 
     device: str = "auto"
-    batch: Int = 1
+    batch: PositiveInt = 1
     strict: bool = False
-    max_memory: Int | None = None
-
-    @field_validator("batch", "max_memory")
-    @classmethod
-    def _positive_run(cls, value):
-        if value is not None and value < 1:
-            raise ValueError("must be a positive integer (≥ 1)")
-        return value
+    max_memory: OptionalPositiveInt = None
 
     @field_validator("seed")
     @classmethod
@@ -293,7 +291,8 @@ def validate_simulate(**kwargs) -> SimulateParams:
 
     check_fits(simulate_bytes(params.T, params.d, params.layers, params.heads, params.P,
                               batch=params.batch, mlp_ratio=params.mlp_ratio, dtype=params.dtype),
-               limit=params.max_memory, what="simulate")
+               limit=params.max_memory, what=f"simulate with T={params.T} d={params.d} "
+                                             f"layers={params.layers} heads={params.heads} batch={params.batch}")
     return params
 
 

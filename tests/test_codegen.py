@@ -9,6 +9,7 @@ which leaves room for the cancellation a random tree can contain.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -556,10 +557,26 @@ def test_derive_writes_caches_and_checks(tmp_path, fake_family, monkeypatch):
     with pytest.warns(UserWarning, match="corrupt cache entry"):
         regenerated = run()
     assert regenerated.ok and regenerated.cached == [] and run().cached == ["fake_fam"]
-    cached_text = (cache / "fake_fam.py.txt").read_text()
+    cached_text, text = (cache / "fake_fam.py.txt").read_text(), target.read_text()
     (cache / "fake_fam.py.txt").write_text(cached_text.replace("torch.exp", "torch.sin"))
     with pytest.warns(UserWarning, match="corrupt cache entry"):
-        assert run(check=True).ok
+        assert run().ok and target.read_text() == text
+    # A forged entry: wrong code under a recomputed text hash.  derive ignores it (its text is not
+    # what the manifest recorded for these sources); derive --check never reads the cache at all.
+    forged_body = text.replace("torch.exp", "torch.sin")
+    header = cached_text.partition("\n")[0].rsplit(" ", 1)[0]
+    forged = f"{header} text={hashlib.sha256(forged_body.encode()).hexdigest()}\n{forged_body}"
+    (cache / "fake_fam.py.txt").write_text(forged)
+    with pytest.warns(UserWarning, match="forged or corrupt"):
+        assert run().ok and target.read_text() == text
+    (cache / "fake_fam.py.txt").write_text(forged)
+    target.write_text(forged_body)
+    calls.clear()
+    forged_check = run(check=True)
+    assert not forged_check.ok and calls and forged_check.cached == []
+    with pytest.warns(UserWarning, match="forged or corrupt"):
+        run()
+    assert target.read_text() == text
     assert not list(out.glob(".*tmp"))
 
 

@@ -261,3 +261,22 @@ def test_bad_inputs_are_value_errors():
         ne.mc_gate_slope(10, 0, 8, 2, 0.0, 1.0, 2.0, seed=0)
     with pytest.raises(ValueError, match="family"):
         th.family("gamma")
+
+
+def test_ledger_7_2_catches_a_wrong_gated_risk(monkeypatch):
+    """The ledger's 7.2 check compares R(g) on a grid of g with Monte Carlo.  A mistake that
+    flips the sign of R's linear term (R(g) → R(−g)) changes R by 2g·|dR/dg|₀| = 2g·2ρ s²(1 − λ_k);
+    at ρ = 0.9, g = 1 that is ≈ 1.8, hundreds of SE at 40 000 sequences, so the check must fail
+    with an error of at least that size in MC_Z·SE units (predicted, not merely 'differs')."""
+    from proofs_check.checks import emissions as ce
+    from proofs_check.ledger import CheckContext
+
+    true_risk = gen.gated_risk
+    monkeypatch.setattr(gen, "gated_risk", lambda g, *rest: true_risk(-g, *rest))
+    res = ce._check_7_2(CheckContext(quick=True))
+    row = next(r for r in res.numeric.table if r["kind"] == "mc-gated-risk" and r["rho"] == 0.9 and r["g"] == 1.0)
+    slope = float(gen.gate_slope(t(0.9), t(1.0), t(2.0), t(8), t(2)))
+    predicted_z = 2 * 1.0 * abs(slope) / row["se"]
+    assert abs(row["z"] - predicted_z) <= ce.MC_Z, (row, predicted_z)  # the MC noise, in SE, is ≤ MC_Z
+    assert res.numeric.max_error >= predicted_z / ce.MC_Z - 1.0
+    assert res.numeric.max_error > res.numeric.tolerance

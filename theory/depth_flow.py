@@ -10,6 +10,11 @@ the global Euler error is e(1) = h C + O(h²) with, from the variational equatio
 
     C = −(x(1)/2) (a(1) − a(0) + ∫₀¹ a(s)² ds).
 
+For the stack itself the error constant follows from the split layer's local defect: with
+F = f₁ + g, f₁ = −αX + Attn(X), g = MLP∘LN₂, one layer minus the exact flow over [t, t + h] is
+h² D + O(h³), D = g′f₁ − ½(∂_t F + F′F) (``prove_split_step_defect``), so
+X_L − X(1) = h E(1) + O(h²) with E′ = F′(t, X(t)) E + D(t, X(t)), E(0) = 0.
+
 Claim 1.2.  The Jacobian of the stack is the depth-ordered product J_{L−1} ⋯ J_0 of the
 layer Jacobians at the visited states (chain rule; checked against autograd).
 """
@@ -24,6 +29,8 @@ FAMILY = "depth_flow"
 t, s = Symbol("t", real=True), Symbol("s", real=True)
 a0, a1, x0 = Symbol("a0", real=True), Symbol("a1", real=True), Symbol("x0", real=True)
 hs = Symbol("h", positive=True)
+# the three directional derivatives the split-step defect is made of, as elementwise tensors
+gf1, Ft, FF = Symbol("gf1", real=True), Symbol("Ft", real=True), Symbol("FF", real=True)
 
 
 def rate(time=t):
@@ -55,7 +62,40 @@ def generated_functions():
                     doc="x(1) = x₀ exp(∫₀¹ a) for x′ = a(t) x."),
         GenFunction("euler_error_constant", (a0, a1, x0), error_constant(), claim="1.1",
                     doc="C with x_L − x(1) = C/L + O(1/L²) for explicit Euler on x′ = a(t) x."),
+        GenFunction("split_step_defect", (gf1, Ft, FF), split_step_defect(), claim="1.1",
+                    doc="D = g′f₁ − ½(∂_t F + F′F): the h² coefficient of one split layer minus the exact "
+                        "flow (gf1 = g′f₁, Ft = ∂_t F, FF = F′F)."),
     ]
+
+
+def split_step_defect():
+    """D = g′f₁ − ½(∂_t F + F′F) in the placeholders gf1 = g′f₁, Ft = ∂_t F, FF = F′F."""
+    return gf1 - (Ft + FF) / 2
+
+
+def prove_split_step_defect():
+    """For generic smooth f₁(t, x), g(t, x) and F = f₁ + g: the exact flow of x′ = F(t, x) from t is
+    y(h) = x + hF + (h²/2)(∂_t F + F_x F) + O(h³), and the split layer u = x + h f₁(t, x),
+    x′ = u + h g(t, u) differs from it by h² D + O(h³), D = g_x f₁ − ½(∂_t F + F_x F)."""
+    xx = Symbol("x", real=True)
+    f1, g = Function("f1"), Function("g")
+
+    def F(tt, xv):
+        return f1(tt, xv) + g(tt, xv)
+
+    Ft_, Fx_ = sp.diff(F(t, xx), t), sp.diff(F(t, xx), xx)
+    flow = xx + hs * F(t, xx) + hs**2 / 2 * (Ft_ + Fx_ * F(t, xx))
+    residual = sp.series(sp.diff(flow, hs) - F(t + hs, flow), hs, 0, 2).removeO().doit()
+    u = xx + hs * f1(t, xx)
+    step = u + hs * g(t, u)
+    defect = sp.series(step - flow, hs, 0, 3).removeO().doit()
+    D = split_step_defect().subs({gf1: sp.diff(g(t, xx), xx) * f1(t, xx), Ft: Ft_, FF: Fx_ * F(t, xx)})
+    ok_flow = sp.simplify(residual) == 0
+    ok_defect = sp.simplify(defect - hs**2 * D) == 0
+    return [("exact flow to O(h³): x + hF + (h²/2)(∂_t F + F_x F)", bool(ok_flow), "series",
+             "y′(h) − F(t + h, y(h)) = O(h²) for generic f₁, g"),
+            ("split layer − exact flow = h² (g_x f₁ − ½(∂_t F + F_x F)) + O(h³)", bool(ok_defect), "series",
+             "series in h of the attention/MLP split step with generic non-autonomous f₁, g")]
 
 
 def prove_error_constant():

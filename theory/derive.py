@@ -5,6 +5,14 @@ For every family (a module ``theory/<family>.py`` defining ``FAMILY`` and
 :func:`theory.codegen.render_module`, cached under ``.fastslow-cache/`` by a hash
 of the sources it depends on, and written to ``numerics/generated/<family>.py``
 (or, with ``check=True``, compared with it).
+
+``check=True`` always derives from the sources: the cache only speeds up writing.  Each
+write records the module's sha256, its source hash and every source file's sha256 in
+``numerics/generated/manifest.json`` (``proofs_check.integrity``), and a cache entry is
+used only when its source hash is the current one *and* its text hashes to what the
+manifest recorded for that source: a forged or corrupt entry is ignored with a warning.
+The source hash covers every ``theory`` module the family imports, the code generator,
+and the versions of Python, SymPy and mpmath.
 """
 
 from __future__ import annotations
@@ -12,8 +20,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import os
 import pkgutil
+import platform
 import sys
 import time
 import types
@@ -22,8 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import mpmath
 import sympy
 from tqdm import tqdm
+
+from proofs_check import integrity
+from proofs_check.io import write_text
 
 import theory
 from theory import codegen
@@ -117,20 +129,30 @@ def _theory_dependencies(module: types.ModuleType) -> list[types.ModuleType]:
     return [seen[name] for name in sorted(seen)]
 
 
-def source_hash(module: types.ModuleType) -> str:
-    """sha256 of every source the family's generated text depends on."""
-    digest = hashlib.sha256(f"{CODEGEN_VERSION} sympy {sympy.__version__}\n".encode())
+def source_files(module: types.ModuleType) -> list[Path]:
+    """Every file the family's generated text depends on: its theory modules and the generator."""
     files = {Path(inspect.getsourcefile(m)).resolve() for m in _theory_dependencies(module)}
     files |= {p.resolve() for p in Path(codegen.__file__).parent.glob("*.py")}
-    for path in sorted(files):
+    return sorted(files)
+
+
+def source_hash(module: types.ModuleType) -> str:
+    """sha256 of every source the family's generated text depends on, and the library versions."""
+    digest = hashlib.sha256(f"{CODEGEN_VERSION} sympy {sympy.__version__} mpmath {mpmath.__version__} "
+                            f"python {platform.python_version()}\n".encode())
+    for path in source_files(module):
         digest.update(f"{path.name}\n".encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
 # -- cache ------------------------------------------------------------------------
-def _read_cache(path: Path, wanted_source: str) -> str | None:
-    """The cached module text, or None when absent, stale or corrupt (warned)."""
+def _read_cache(path: Path, wanted_source: str, recorded: dict | None = None) -> str | None:
+    """The cached module text, or None when absent, stale, corrupt or forged (the last two warned).
+
+    ``recorded`` is the manifest's record of the family: the entry is used only when the
+    manifest recorded the same source hash and the entry's text hashes to the recorded output.
+    """
     if not path.exists():
         return None
     try:
@@ -144,6 +166,11 @@ def _read_cache(path: Path, wanted_source: str) -> str | None:
         if text_hash != f"text={hashlib.sha256(text.encode()).hexdigest()}":
             raise ValueError("text hash does not match")
         parse_header(text)
+        if not recorded or recorded.get("source") != wanted_source:
+            return None  # no derivation recorded for these sources: nothing to vouch for the entry
+        if recorded.get("sha256") != integrity.sha256_text(text):
+            raise ValueError("its text is not what `fastslow derive` recorded for these sources "
+                             "in numerics/generated/manifest.json (forged or corrupt)")
         return text
     except (OSError, UnicodeDecodeError, ValueError) as err:
         warnings.warn(f"ignoring corrupt cache entry {path} ({err}); regenerating", stacklevel=3)
@@ -151,10 +178,7 @@ def _read_cache(path: Path, wanted_source: str) -> str | None:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, text)
 
 
 def _write_cache(path: Path, source: str, text: str) -> None:
@@ -204,29 +228,36 @@ def derive(families=None, check: bool = False, out_dir: Path = OUT_DIR,
                                f"theory/{name}.py failed to import: {type(err).__name__}: {err}"))
     bar = tqdm(selected.items(), desc="derive", unit="family",
                disable=not (progress and sys.stderr.isatty()))
+    recorded = integrity.read_manifest(out_dir)
+    entries = {}
     for family, module in bar:
         bar.set_postfix_str(family)
         start = time.perf_counter()
         target = out_dir / f"{family}.py"
         try:
-            text = _module_text(family, module, cache_dir, check, report)
+            source = source_hash(module)
+            text = _module_text(family, module, cache_dir, check, report, source, recorded.get(family))
         except Exception as err:  # one broken family must not hide the others
             report.drifted.append((target, f"derivation failed: {type(err).__name__}: {err}"))
         else:
             _compare_or_write(target, text, check, report)
+            entries[family] = integrity.entry(text, source, source_files(module))
         report.seconds[family] = time.perf_counter() - start
+    if entries and not check:
+        integrity.record(out_dir, entries)
     if everything:
         report.drifted += _orphans(out_dir, {**selected, **import_errors})
     return report
 
 
-def _module_text(family, module, cache_dir: Path, check: bool, report: DeriveReport) -> str:
-    source = source_hash(module)
+def _module_text(family, module, cache_dir: Path, check: bool, report: DeriveReport, source: str,
+                 recorded: dict | None) -> str:
     cache_path = cache_dir / f"{family}.py.txt"
-    text = _read_cache(cache_path, source)
-    if text is not None:
-        report.cached.append(family)
-        return text
+    if not check:  # --check derives from the sources, never from the cache
+        text = _read_cache(cache_path, source, recorded)
+        if text is not None:
+            report.cached.append(family)
+            return text
     # SymPy's global cache can hand back an equal expression built by an earlier family in a
     # different (equally valid) form; clearing it makes each family's text independent of
     # which families were derived before it in the same process.

@@ -1,15 +1,24 @@
-"""Claims 3.1 and 3.2: saturation depth (reconstruction) and block coarse-graining (THEORY.md §3)."""
+"""Claims 3.1 and 3.2: saturation depth (reconstruction) and block coarse-graining (docs/theory.md §3).
+
+Each claim is one ``@on_stack`` function ``evaluate(spec, ctx) -> Verdict`` used by the ledger
+(on ``specs("preln", ctx)``), the claims × architectures matrix and the sweeps.  Every quantity
+is measured on the real stack by autograd (dense layer Jacobians, multiplied) and compared
+with the derivation's prediction (the generated mode blocks G_ℓ(λ), their products, the
+kernel's spectral projectors).
+"""
 
 from __future__ import annotations
 
 import math
 
+import mpmath
 import sympy as sp
 import torch
 
 from numerics import coarse_graining as ncg
 from numerics import kernels as K
-from numerics import random_stack
+from numerics.jacobians import eigen_blocks, reference_input, state_jacobian, step_jacobians
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.ledger import (
     ClaimResult,
@@ -19,19 +28,184 @@ from proofs_check.ledger import (
     claim,
     symbolic_steps,
 )
+from proofs_check.on_stack import EXACT, Verdict, on_stack
+from proofs_check.on_stack import evaluate as evaluate_on
 from theory import coarse_graining as th
 
 EPS = 2.0**-52
+F64 = torch.float64
 TAU = 0.5
-#: THEORY.md §3 (i): r at the last layer for λ = 1/2, 1/3, 1/6 (causal, T = 6, d = 16, 16 layers).
+#: docs/theory.md §3 (i): r at the last layer for λ = 1/2, 1/3, 1/6 (causal, T = 6, d = 16, 16 layers).
 THEORY_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)}
+
+
+def matrix_spec(arch: str, ctx, *, compress_gate: float | None = 0.0, **fields) -> StackSpec:
+    """The matrix's small stack of ``arch`` (``on_stack.arch_stack`` defaults: T = 4, d = 4, 3 layers,
+    2 heads, causal, seed ctx.seed; compressed P = 2, with ``compress_gate`` unless None; hrm runs
+    layers // 2 cycles) as a spec."""
+    base = dict(T=4, d=4, layers=3, heads=2, kernel="causal", seed=ctx.seed, arch=arch)
+    base.update(fields)
+    if arch == "compressed":
+        base.setdefault("P", 2)
+        if compress_gate is not None:
+            base["arch_options"] = {"compress_gate": compress_gate}
+    if arch == "hrm":
+        base["layers"] = max(1, base["layers"] // 2)
+    return StackSpec(**base)
+
+
+def _unique(specs):
+    out = []
+    for s in specs:
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def _preln_na(spec) -> str | None:
+    """Why a preln spec has no token-homogeneous mode decomposition, or None."""
+    if spec.knob("gate", 0.0) != 0.0:
+        return "gate ≠ 0: the trajectory from 1x̄ᵀ is not token-homogeneous, there are no mode blocks"
+    if spec.kernel == "alibi":
+        return "alibi gives each head its own frozen kernel: no single eigenbasis for the mode blocks"
+    if spec.T < 2:
+        return "T = 1: the frozen kernel has no decaying mode"
+    return None
+
+
+# ============================================================================ Claim 3.1
+def specs_3_1(arch, ctx):
+    if arch != "preln":
+        return [matrix_spec(arch, ctx, layers=4, knobs={"value_scale": 20.0})]
+    seeds = [0] if ctx.quick else [0, 1, 2]
+    grid = [StackSpec(T=6, d=16, layers=16, heads=2, kernel=k, seed=s, knobs={"value_scale": float(c)})
+            for s in seeds for k in ("causal", "full") for c in (0, 5, 20)]
+    # stacks where ρ̃ < 1 and the bound lies inside the stack (full kernel, κ = 1, c ≥ 10)
+    useful = [StackSpec(T=6, d=16, layers=16, heads=2, kernel="full", seed=s, knobs={"value_scale": float(c)})
+              for s in (0, 1, 2) for c in (10, 20)]
+    return _unique(grid + useful)
+
+
+def ratio_tolerance(L: int, T: int, d: int, kappa: float) -> float:
+    """Absolute rounding bound on r_ℓ(λ) from either route: L products of (T·d)² Jacobians carry
+    ≤ L·T·d·ε relative error, the eigenbasis change multiplies it by κ = cond S; ×10 margin."""
+    return 10 * L * T * d * EPS * kappa
+
+
+def mpmath_bound(tau: float, kappa: float, rho: float) -> tuple[int, bool]:
+    """⌈log(τ/κ)/log ρ⌉ at 40 digits, and whether the quotient lies within 1e-9 of an integer
+    (then the float64 ceil may legitimately land on either side)."""
+    with mpmath.workdps(40):
+        q = mpmath.log(mpmath.mpf(tau) / mpmath.mpf(kappa)) / mpmath.log(mpmath.mpf(rho))
+        return int(mpmath.ceil(q)), abs(q - mpmath.nint(q)) < 1e-9
+
+
+@on_stack("3.1", specs=specs_3_1)
+def evaluate_3_1(spec, ctx) -> Verdict:
+    """Saturation depth ℓ*(τ = 0.5) on one stack, two ways, and its bound ⌈log(τ/κ)/log ρ̃⌉.
+
+    preln (gate 0, one frozen kernel): ℓ* from the generated mode products G_{≤ℓ}(λ) and from the
+    dense autograd Jacobians of the real stack cut into eigen-blocks; they must agree (ratios within
+    ``ratio_tolerance``, the same ℓ* unless a ratio sits within it of τ), r_m ≤ Π ρ̃_ℓ, the generated
+    bound equals mpmath's, and where the bound is non-vacuous (ρ̃ < 1, bound < L) ℓ* ≤ bound.
+    Other architectures: the dense per-step route only (no generated blocks exist for them).
+
+    ``measured``: ``saturation_depth`` (autograd ℓ*, None = none), ``r_worst`` (max_λ r_ℓ per layer),
+    ``r_last`` (r at the last layer per distinct decaying λ), ``rho_tilde``, ``kappa``, ``theory_rho``;
+    ``predicted``: ``saturation_depth`` (mode products), ``r_worst``, ``r_last``, ``saturation_bound``
+    (generated, None when ρ̃ ≥ 1), ``saturation_bound_mpmath``, ``bound_vacuous``.
+    """
+    if spec.arch != "preln":
+        return _arch_3_1(spec, ctx)
+    reason = _preln_na(spec)
+    if reason:
+        return Verdict("3.1", "n/a", reason=reason)
+    stack = spec.build()
+    xbar = random_xbar(spec.d, spec.seed).to(dtype=next(stack.parameters()).dtype)
+    sd = ncg.saturation_depth(stack, xbar, TAU)
+    dense = ncg.dense_modes(stack, xbar)
+    lam_dense, r_dense = dense.lambdas, dense.ratios
+    L = sd.layers
+    tol_r = ratio_tolerance(L, spec.T, spec.d, sd.kappa)
+    worst_gen, worst_dense = sd.ratios.max(dim=1).values, r_dense.max(dim=1).values
+    same_modes = (len(lam_dense) == len(sd.lambdas)
+                  and all(abs(a - b) < 1e3 * ncg.EIG_TOL for a, b in zip(lam_dense, sd.lambdas)))
+    ratio_err = float((r_dense - sd.ratios).abs().max()) if same_modes else math.inf
+    depth_dense = ncg.first_saturated_layer(worst_dense, TAU)
+    depth_agree = depth_dense == sd.measured or bool(
+        ((worst_gen - TAU).abs() <= tol_r).any())           # a ratio within rounding of τ: either ℓ* is right
+    envelope = torch.cumprod(sd.path_ratios, 0)[:, None]
+    tol_env = L * 10 * spec.d * EPS                          # ≤ L products of norms, each ≤ 10·d·ε relative
+    env_excess = float((sd.ratios - envelope * (1 + tol_env)).clamp_min(0).max())
+    # the mode products' own size and the per-layer path ratios, both routes (relative)
+    norm_err = float(((dense.persistent_norms - sd.persistent_norms).abs() / dense.persistent_norms).max())
+    path_err = float(((dense.path_ratios - sd.path_ratios).abs() / dense.path_ratios).max())
+    errors = {"mode products vs autograd r / tol": ratio_err / tol_r,
+              "‖G_{≤ℓ}(1)‖ two routes / tol": norm_err / tol_r,
+              "ρ̃_ℓ two routes / tol": path_err / tol_r,
+              "ℓ* disagreement": 0.0 if depth_agree else math.inf,
+              "r above Π ρ̃ envelope": env_excess / tol_env,
+              "THEORY ρ below 1": max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
+    mp_bound = None
+    if sd.bound_value is not None:
+        mp_bound, borderline = mpmath_bound(TAU, sd.kappa, sd.rho)
+        gap = min(abs(sd.bound_value - b) for b in ((mp_bound, mp_bound - 1) if borderline else (mp_bound,)))
+        errors["generated bound vs mpmath"] = gap / 1e-12    # both are integers held exactly in float64
+    vacuous = sd.bound_vacuous
+    violated = not vacuous and (depth_dense is None or depth_dense > sd.bound)
+    errors["ℓ* above a non-vacuous bound"] = math.inf if violated else 0.0
+    error = max(errors.values())
+    measured = {"saturation_depth": depth_dense, "r_worst": worst_dense.tolist(), "r_last": r_dense[-1].tolist(),
+                "lambdas": lam_dense, "rho_tilde": sd.rho, "kappa": sd.kappa, "theory_rho": sd.theory_rho,
+                "ratio_disagreement": ratio_err, "persistent_norm_disagreement": norm_err,
+                "path_ratio_disagreement": path_err, "errors": errors}
+    predicted = {"saturation_depth": sd.measured, "r_worst": worst_gen.tolist(), "r_last": sd.ratios[-1].tolist(),
+                 "saturation_bound": sd.bound_value, "saturation_bound_mpmath": mp_bound, "bound_vacuous": vacuous,
+                 "ratio_tolerance": tol_r, "tau": TAU}
+    kw = dict(measured=measured, predicted=predicted, error=error, tolerance=1.0)
+    if error > 1.0:
+        return Verdict("3.1", "fails", counterexample=spec.as_dict(), **kw)
+    if vacuous:
+        why = (f"ρ̃ = {sd.rho:.4f} ≥ 1" if sd.bound is None else f"bound {sd.bound} ≥ L = {L}")
+        return Verdict("3.1", "conditional", condition=f"ρ̃ < 1 and bound < L (here {why}: the bound is vacuous; "
+                       f"ℓ* = {depth_dense} measured both ways)", **kw)
+    return Verdict("3.1", "holds", **kw)
+
+
+def _arch_3_1(spec, ctx) -> Verdict:
+    """A variant: per-step dense Jacobians in the frozen kernel's eigenbasis, their products, ℓ* and ρ."""
+    s = spec.build_arch()
+    X = reference_input(s, spec.seed)
+    A = s.frozen_kernel()
+    per = [eigen_blocks(J, A, s.features) for J in step_jacobians(s, X)]
+    lam, condS = per[0][0], per[0][2]
+    prods = [torch.eye(s.features, dtype=F64).expand(len(lam), -1, -1)]
+    for _, blocks, _ in per:
+        prods.append(blocks @ prods[-1])
+    r = torch.stack([torch.linalg.matrix_norm(p[1:], ord=2) / torch.linalg.matrix_norm(p[0], ord=2)
+                     for p in prods[1:]])  # (steps, decaying modes)
+    measured_depth = ncg.first_saturated_layer(r.max(-1).values, TAU)
+    rho = max(float((torch.linalg.matrix_norm(b[1:], ord=2) / torch.linalg.svdvals(b[0])[-1]).max())
+              for _, b, _ in per)
+    bound = math.ceil(math.log(TAU / condS) / math.log(rho)) if rho < 1 else None
+    measured = {"saturation_depth": measured_depth, "r_worst": r.max(-1).values.tolist(), "r_last": r[-1].tolist(),
+                "rho": rho, "kappa": condS}
+    predicted = {"saturation_bound": bound, "tau": TAU}
+    if rho < 1:
+        if measured_depth is not None and measured_depth <= bound:
+            return Verdict("3.1", "holds", measured=measured, predicted=predicted)
+        return Verdict("3.1", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
+    return Verdict("3.1", "conditional", measured=measured, predicted=predicted,
+                   condition=f"ρ < 1 (here ρ = {rho:.2f} ≥ 1: the bound is vacuous; the measured ℓ* "
+                             f"{'= ' + str(measured_depth) if measured_depth is not None else 'does not exist'} "
+                             f"at τ = {TAU})")
 
 
 @claim("3.1", title="Saturation depth and its per-layer bound", family="coarse_graining",
        statement="r_ℓ(λ) = ‖G_{≤ℓ}(λ)‖/‖G_{≤ℓ}(1)‖; ℓ*(τ) = min{ℓ : r_m(λ) ≤ τ ∀ m ≥ ℓ, every decaying λ} "
                  "≤ ⌈log(τ/κ)/log ρ⌉ when ρ < 1; stacks with c = 0 have no saturation depth at τ = 0.5.",
        assumptions=["gate 0, token-homogeneous reference, one frozen kernel (causal or full)",
-                    "spectral norms; ρ is the persistent-path ratio ρ̃ (THEORY.md's ρ is ≥ 1 for every "
+                    "spectral norms; ρ is the persistent-path ratio ρ̃ (the paper's ρ is ≥ 1 for every "
                     "pre-LN stack, proved here)", "W_VO ≈ c·I + noise drawn with value_scale=c"],
        reconstruction=True,
        generated=["numerics.generated.coarse_graining.mode_product_step",
@@ -41,8 +215,10 @@ THEORY_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)
        tests=["tests/test_coarse_graining.py::test_mode_ratio_below_path_product",
               "tests/test_coarse_graining.py::test_bound_holds_where_rho_below_one",
               "tests/test_coarse_graining.py::test_no_saturation_without_value_path",
-              "tests/test_coarse_graining.py::test_theory_rho_never_below_one"],
-       control="c = 0 stacks: r stays near 1, no saturation depth at τ = 0.5 (reported as such)",
+              "tests/test_coarse_graining.py::test_theory_rho_never_below_one",
+              "tests/test_coarse_graining.py::test_ledger_3_1_catches_wrong_mode_blocks"],
+       control="c = 0 stacks: no saturation depth; r at the last layer stays above τ = 0.5 by the margin the "
+               "mode products predict, measured by autograd within the rounding band",
        figure="mode_products")
 def check_3_1(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_theory_rho_at_least_one())
@@ -52,78 +228,229 @@ def check_3_1(ctx) -> ClaimResult:
                               sp.simplify(sp.expand_log(sp.log(rho_ ** x), force=True)
                                           - sp.log(tau_ / kappa_)) == 0, "simplify",
                               "ceil only raises the exponent; with ρ < 1 that lowers ρ^m"))
-    seeds = [0] if ctx.quick else [0, 1, 2]
-    cases = [(k, c, s) for s in seeds for k in ("causal", "full") for c in (0, 5, 20)]
-    table, worst, bound_violations, control_ok, theory_rho_min = [], 0.0, 0, True, math.inf
-    for kernel, c, seed in cases:
-        st = random_stack(6, 16, 16, 2, kernel, seed=seed, value_scale=c)
-        sd = ncg.saturation_depth(st, random_xbar(16, seed), TAU)
-        envelope = torch.cumprod(sd.path_ratios, 0)[:, None]
-        worst = max(worst, float((sd.ratios - envelope).clamp_min(0).max()))
-        if sd.bound is not None and sd.bound < sd.layers and (sd.measured is None or sd.measured > sd.bound):
-            bound_violations += 1
-        theory_rho_min = min(theory_rho_min, sd.theory_rho)
+    specs = specs_3_1("preln", ctx)
+    verdicts = [evaluate_on("3.1", s, ctx) for s in specs]
+    table, control_rows, errs = [], [], []
+    for spec, v in zip(specs, verdicts):
+        m, p = v.measured, v.predicted
+        if v.status == "n/a" or "traceback" in m:
+            errs.append(math.inf)
+            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
+            continue
+        errs.append(v.error)
+        c = spec.knob("value_scale")
+        row = {"kernel": spec.kernel, "c": c, "seed": spec.seed,
+               "ℓ* (mode products)": p["saturation_depth"], "ℓ* (autograd)": m["saturation_depth"],
+               "max |Δr| two routes": m["ratio_disagreement"], "bound (generated)": p["saturation_bound"],
+               "bound (mpmath)": p["saturation_bound_mpmath"], "bound vacuous": p["bound_vacuous"],
+               "ρ̃": round(m["rho_tilde"], 4), "THEORY ρ": round(m["theory_rho"], 4), "κ": round(m["kappa"], 2),
+               "r_last": [round(r, 3) for r in m["r_last"]], "status": v.status}
+        table.append(row)
         if c == 0:
-            control_ok &= (sd.measured is None) and "no saturation depth" in str(sd)
-        table.append({"kernel": kernel, "c": c, "seed": seed, "measured ℓ*": sd.measured,
-                      "bound": sd.bound, "bound vacuous": sd.bound_vacuous, "ρ̃": round(sd.rho, 4),
-                      "THEORY ρ": round(sd.theory_rho, 4), "κ": round(sd.kappa, 2),
-                      "r_last": [round(r, 3) for r in sd.ratios[-1].tolist()]})
-    # r_m ≤ Π ρ̃_ℓ: products of ≤ 16 spectral norms, each relative error ≤ 10·d·ε.
-    tol = 16 * 10 * 16 * EPS
-    repro = [row for row in table if row["kernel"] == "causal" and row["seed"] == 0]
-    notes = "r at the last layer for λ = 1/2, 1/3, 1/6 (causal, seed 0) vs THEORY.md: " + "; ".join(
-        f"c={row['c']}: {row['r_last'][0]}, {row['r_last'][1]}, {row['r_last'][-1]} "
-        f"(THEORY {', '.join(map(str, THEORY_R[row['c']]))})" for row in repro)
-    useful = [r for r in table if not r["bound vacuous"]]
-    notes += (f". Non-vacuous bounds (ρ̃ < 1 and bound < L): "
-              + (", ".join(f"{r['kernel']} c={r['c']} seed {r['seed']}: ℓ* = {r['measured ℓ*']} ≤ {r['bound']}"
-                           for r in useful) or "none")
-              + ". κ is slack: r lives on mode blocks, where the proof needs no κ (causal κ = "
-              f"{table[0]['κ']} makes its bound vacuous).")
+            control_rows.append((spec, v))
+    useful = [r for r in table if r.get("bound vacuous") is False]
+    # Control: without a value path (c = 0) the bound's hypothesis ρ̃ < 1 fails and so does saturation.
+    # The mode products predict by how much r_last stays above τ; autograd measures it.
+    ctl_ok, ctl_parts = bool(control_rows), []
+    for spec, v in control_rows:
+        pred, meas = max(v.predicted["r_last"]), max(v.measured["r_last"])
+        ok = (v.measured["saturation_depth"] is None and v.predicted["saturation_depth"] is None
+              and pred > TAU and abs(meas - pred) <= v.predicted["ratio_tolerance"])
+        ctl_ok &= ok
+        ctl_parts.append(f"{spec.kernel} seed {spec.seed}: r_last − τ predicted {pred - TAU:.4f}, measured "
+                         f"{meas - TAU:.4f} (|Δ| {abs(meas - pred):.1e} ≤ {v.predicted['ratio_tolerance']:.1e}), "
+                         f"ρ̃ = {v.measured['rho_tilde']:.3f}, no ℓ*")
+    control = ControlResult("fails-as-predicted" if ctl_ok else "did-not-fail", "c = 0: " + "; ".join(ctl_parts))
+    repro = [r for r in table if r.get("kernel") == "causal" and r.get("seed") == 0 and r.get("c") in THEORY_R]
+    notes = "r at the last layer for λ = 1/2, 1/3, 1/6 (causal, seed 0) vs docs/theory.md §3: " + "; ".join(
+        f"c={r['c']:g}: {r['r_last'][0]}, {r['r_last'][1]}, {r['r_last'][-1]} "
+        f"(paper {', '.join(map(str, THEORY_R[int(r['c'])]))})" for r in repro)
+    notes += (". Non-vacuous bounds (ρ̃ < 1 and bound < L): "
+              + (", ".join(f"{r['kernel']} c={r['c']:g} seed {r['seed']}: ℓ* = {r['ℓ* (autograd)']} ≤ "
+                           f"{r['bound (generated)']:g}" for r in useful) or "none")
+              + ". κ is slack: r lives on mode blocks, where the proof needs no κ.")
+    if len(useful) < 5:
+        errs.append(math.inf)   # the bound must be exercised where it says something
     numeric = NumericResult(
-        cases=len(cases), max_error=worst + bound_violations, tolerance=tol,
-        detail=f"max_m (r_m − Π_{{ℓ≤m}} ρ̃_ℓ)_+ = {worst:.2e} plus {bound_violations} stacks with bound < L "
-               f"but ℓ* missing or above it; THEORY ρ ≥ {theory_rho_min:.4f} on every stack", table=table)
-    control = ControlResult("fails-as-predicted" if control_ok else "did-not-fail",
-                            "c = 0 stacks: " + "; ".join(f"{r['kernel']} seed {r['seed']}: r_last max "
-                                                         f"{max(r['r_last']):.3f} > τ = {TAU}, "
-                                                         f"measured ℓ* = {r['measured ℓ*']}"
-                                                         for r in table if r["c"] == 0))
-    finding = ("THEORY.md's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is ≥ 1 for every pre-LN stack, not only 'when C_ℓ "
+        cases=len(table), max_error=max(errs), tolerance=1.0,
+        detail=f"normalised errors (≤ 1 passes): r_ℓ(λ) from the generated mode products vs the dense autograd "
+               f"Jacobians (/ 10·L·T·d·ε·κ), the same ℓ* both ways, r_m ≤ Π ρ̃_ℓ, generated bound = mpmath's, "
+               f"ℓ* ≤ bound on the {len(useful)} stacks where the bound is non-vacuous (≥ 5 required)",
+        table=table)
+    theory_rho_min = min((r["THEORY ρ"] for r in table if "THEORY ρ" in r), default=math.nan)
+    finding = ("The paper's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is ≥ 1 for every pre-LN stack, not only 'when C_ℓ "
                "does not move the killed directions': LN₁ is translation invariant, so B_ℓ1 = 0 and G_ℓ(λ)1 = "
                "G_ℓ(1)1 for all λ, hence σ_min(G_ℓ(1)) ≤ ‖G_ℓ(λ)‖ (proved symbolically). No value_scale or "
                f"decay can draw ρ < 1 (min over these stacks {theory_rho_min:.3f}); the bound as written is "
                "always vacuous. Verified instead with ρ̃ = max ‖G_ℓ(λ)‖‖y_ℓ‖/‖y_{ℓ+1}‖, y_{ℓ+1} = G_ℓ(1)y_ℓ "
-               "(the persistent mode's growth along its own direction), for which r_m ≤ Π ρ̃_ℓ; ρ̃ < 1 is "
-               "drawn with value_scale c ≳ 5 (full kernel) or c ≳ 20 (causal).")
+               "(the persistent mode's growth along its own direction), for which r_m ≤ Π ρ̃_ℓ; ρ̃ < 1 with a "
+               "bound inside the stack is drawn with the full kernel (κ = 1) and value_scale c ≳ 10.")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
 
 
-def _direct_left_residual(J: torch.Tensor, T: int, d: int, P: int) -> float:
-    """‖ΠJ(I − Q)‖₂/‖J‖₂ with Π ⊗ I_d and Q ⊗ I_d built from numerics.kernels' Π, Π⁺: the
-    definition, computed without the generated code (token-major vec, index t·d + i)."""
-    eye_d = torch.eye(d, dtype=J.dtype)
-    pool, lift = K.pool_matrix(T, P, J.dtype), K.lift_matrix(T, P, J.dtype)
-    Pi, Q = torch.kron(pool, eye_d), torch.kron(lift @ pool, eye_d)
-    return float(torch.linalg.matrix_norm(Pi @ J - Pi @ J @ Q, ord=2) / torch.linalg.matrix_norm(J, ord=2))
+# ============================================================================ Claim 3.2
+def specs_3_2(arch, ctx):
+    if arch != "preln":
+        return [matrix_spec(arch, ctx, kernel=k, knobs={"block_size": 2, "value_scale": 20.0})
+                for k in ("block", "causal")]
+    seeds = [0] if ctx.quick else [0, 1, 2]
+    out = []
+    for seed in seeds:
+        for kernel in ("full", "block", "causal"):
+            for slow in ("off", "gate0", "gate"):
+                out.append(_part_a_spec(kernel, slow, seed))
+        for kernel in ("full", "block", "causal"):     # (b): 12 layers, a strong value path
+            out.append(_part_a_spec(kernel, "gate0", seed).with_(layers=12, knobs={"value_scale": 20.0}))
+    return out
 
 
-def _stack(kernel: str, slow: str, layers: int, seed: int, value_scale: float = 0.0):
-    """T = 8, P = 4, d = 8; slow ∈ off | gate0 | gate (g = 0.5)."""
-    kw = dict(value_scale=value_scale, seed=seed)
+def _part_a_spec(kernel: str, slow: str, seed: int) -> StackSpec:
+    """T = 8, d = 8, 3 layers; slow path off (block kernel of length 4) / on at gate 0 / on at g = 0.5, P = 4."""
     if slow == "off":
-        return random_stack(8, 8, layers, 2, kernel, block_size=4 if kernel == "block" else None, **kw)
-    return random_stack(8, 8, layers, 2, kernel, P=4, gate=0.5 if slow == "gate" else 0.0, **kw)
+        knobs = {"value_scale": 0.0, **({"block_size": 4} if kernel == "block" else {})}
+        return StackSpec(T=8, d=8, layers=3, heads=2, kernel=kernel, seed=seed, knobs=knobs)
+    return StackSpec(T=8, d=8, layers=3, heads=2, kernel=kernel, seed=seed, P=4,
+                     knobs={"value_scale": 0.0, "gate": 0.5 if slow == "gate" else 0.0})
 
 
-def _initial_state(slow: str, seed: int) -> tuple[torch.Tensor, str]:
+def coarse_block(spec) -> int | None:
+    """The pooling block length: the slow path's P, else the kernel's block size, else the largest
+    proper divisor of T (None when T is prime: no nontrivial pooling)."""
+    for P in (spec.P, spec.knob("block_size")):
+        if P:
+            return P
+    return next((P for P in range(spec.T // 2, 1, -1) if spec.T % P == 0), None)
+
+
+def _initial_state(spec, dtype) -> tuple[torch.Tensor, str]:
     """1x̄ᵀ at gate 0; a random block-constant Π⁺Y₀ at g ≠ 0 (no homogeneous reference exists)."""
-    if slow != "gate":
-        return torch.ones(8, 1, dtype=torch.float64) * random_xbar(8, seed), "1x̄ᵀ"
-    Y0 = torch.randn(2, 8, generator=torch.Generator().manual_seed(seed + 100), dtype=torch.float64)
-    _, lift, _ = ncg.pooling(8, 4)
-    return lift @ Y0, "block-constant Π⁺Y₀"
+    T, d, P = spec.T, spec.d, coarse_block(spec)
+    if spec.knob("gate", 0.0) == 0.0:
+        return torch.ones(T, 1, dtype=dtype) * random_xbar(d, spec.seed).to(dtype), "1x̄ᵀ"
+    Y0 = torch.randn(T // P, d, generator=torch.Generator().manual_seed(spec.seed + 100), dtype=F64)
+    return (K.lift_matrix(T, P, F64) @ Y0).to(dtype), "block-constant Π⁺Y₀"
+
+
+def direct_residuals(J: torch.Tensor, T: int, d: int, P: int) -> dict:
+    """The three residuals of 3.2 by their definitions with Kronecker products of numerics.kernels'
+    Π, Π⁺ (no generated code; token-major vec, index t·d + i), each over ‖J‖₂."""
+    eye = torch.eye(d, dtype=J.dtype)
+    pool, lift = K.pool_matrix(T, P, J.dtype), K.lift_matrix(T, P, J.dtype)
+    Pi, Lift, Q = torch.kron(pool, eye), torch.kron(lift, eye), torch.kron(lift @ pool, eye)
+    Jc = Pi @ J @ Lift
+    nrm = torch.linalg.matrix_norm(J, ord=2)
+
+    def rel(R):
+        return float(torch.linalg.matrix_norm(R, ord=2) / nrm)
+
+    return {"left": rel(Pi @ J - Pi @ J @ Q), "dual": rel(J.mT @ Lift - Lift @ Jc.mT), "two_sided": rel(J - Q @ J @ Q)}
+
+
+def kernel_factors(A: torch.Tensor, P: int) -> float:
+    """‖ΠA(I − Q)‖₂/‖A‖₂ of the frozen kernel (direct): 0 iff A = C ⊗ 11ᵀ/P-type (3.2a's condition)."""
+    T = A.shape[-1]
+    pool, lift = K.pool_matrix(T, P, A.dtype), K.lift_matrix(T, P, A.dtype)
+    R = pool @ A @ (torch.eye(T, dtype=A.dtype) - lift @ pool)
+    return float(torch.linalg.matrix_norm(R, ord=2) / torch.linalg.matrix_norm(A, ord=2))
+
+
+@on_stack("3.2", specs=specs_3_2)
+def evaluate_3_2(spec, ctx) -> Verdict:
+    """Block coarse-graining on one stack: (a) ΠJ(I − Q) = 0 exactly when the kernel leaves ker Π
+    invariant, (b) ‖J − QJQ‖/‖J‖ ≤ r_ℓ(0) for kernels C ⊗ 11ᵀ/P, so ≤ τ past ℓ*(τ).
+
+    preln: J_{≤ℓ} are the dense autograd depth Jacobians; residuals by definition (``direct_residuals``)
+    against the generated ones (``numerics.coarse_graining.factoring_residuals``, rounding) and, at
+    gate 0, against the derivation's prediction Σ_λ P_λ ⊗ G_{≤ℓ}(λ) (``ncg.spectral_residuals``) — which
+    also predicts the size of the causal kernel's failure (its persistent mode on e₁ leaks through Q).
+    The pooling block is ``coarse_block(spec)``.
+
+    ``measured``: ``left``, ``dual`` (last depth), ``two_sided`` (per depth), ``kernel_residual``
+    (‖ΠA(I−Q)‖/‖A‖); ``predicted``: ``left``, ``two_sided`` (per depth, gate 0 only), ``r0_bound``
+    (r_ℓ(0) per depth, kernels that factor), ``saturation_depth`` (ℓ*(τ = 0.5) from the mode ratios),
+    ``factors`` (kernel residual ≤ 1e-12).
+    """
+    if spec.arch != "preln":
+        return _arch_3_2(spec, ctx)
+    P = coarse_block(spec)
+    if P is None or spec.T % P:
+        return Verdict("3.2", "n/a", reason=f"T = {spec.T} has no block length P with T = nP, 1 < P < T")
+    if spec.kernel == "alibi":
+        return Verdict("3.2", "n/a", reason="alibi gives each head its own frozen kernel")
+    stack = spec.build()
+    dtype = next(stack.parameters()).dtype
+    X0, where = _initial_state(spec, dtype)
+    Js = ncg.depth_jacobians(stack, X0)
+    T, d, L = spec.T, spec.d, spec.layers
+    direct = [direct_residuals(J, T, d, P) for J in Js]
+    gen = ncg.factoring_residuals(Js[-1], T, d, P)
+    # generated vs definition: residuals of ≤ L products of (T·d)² matrices, relative: L·T·d·ε, ×100
+    tol_gen = 100 * L * T * d * EPS
+    gen_err = max(abs(gen.left - direct[-1]["left"]), abs(gen.dual - direct[-1]["dual"]),
+                  abs(gen.two_sided - direct[-1]["two_sided"]))
+    kres = kernel_factors(stack.frozen_kernel(), P)
+    factors = kres <= EXACT
+    errors = {"generated vs definition / tol": gen_err / tol_gen}
+    measured = {"left": direct[-1]["left"], "dual": direct[-1]["dual"],
+                "two_sided": [r["two_sided"] for r in direct], "kernel_residual": kres, "state": where,
+                "P": P, "generated": {"left": gen.left, "dual": gen.dual, "two_sided": gen.two_sided}}
+    predicted = {"factors": factors}
+    if factors:   # (a) exact: products of ≤ L layer Jacobians and Π, Π⁺ in float64
+        errors["(a) residual / 1e-12"] = max(direct[-1]["left"], direct[-1]["dual"]) / EXACT
+    if where == "1x̄ᵀ":
+        xbar = X0[0]
+        pred, kappa = ncg.spectral_residuals(stack, xbar, P)
+        # the spectral sum vs the dense product: κ·L·T·d·ε relative rounding on each residual, ×10
+        tol_pred = 10 * kappa * L * T * d * EPS
+        pred_err = max(max(abs(p["left"] - m["left"]), abs(p["two_sided"] - m["two_sided"]))
+                       for p, m in zip(pred, direct))
+        errors["derivation vs autograd / tol"] = pred_err / tol_pred
+        modes, _ = ncg.kernel_modes(stack.frozen_kernel())
+        ratios = ncg.mode_ratios(ncg.mode_products(ncg.mode_blocks(stack, xbar, modes)))
+        predicted.update(left=pred[-1]["left"], two_sided=[p["two_sided"] for p in pred],
+                         saturation_depth=ncg.first_saturated_layer(ratios.max(dim=1).values, TAU),
+                         tolerance=tol_pred, kappa=kappa)
+        zero = [k for k, m in enumerate(modes) if abs(m.lam) < ncg.EIG_TOL]
+        if factors and zero:
+            r0 = ratios[:, zero[0] - 1].tolist()
+            predicted["r0_bound"] = r0
+            excess = max(m["two_sided"] - r for m, r in zip(direct, r0))
+            errors["(b) ‖J−QJQ‖/‖J‖ − r(0), / tol"] = max(0.0, excess) / tol_pred
+    error = max(errors.values())
+    measured["errors"] = errors
+    kw = dict(measured=measured, predicted=predicted, error=error, tolerance=1.0)
+    if error > 1.0:
+        return Verdict("3.2", "fails", counterexample=spec.as_dict(), **kw)
+    if not factors:
+        return Verdict("3.2", "conditional", condition=(
+            f"the kernel leaves ker Π invariant (A = C ⊗ 11ᵀ/P: full, block); here ‖ΠA(I−Q)‖/‖A‖ = {kres:.3f}: "
+            f"‖ΠJ(I−Q)‖/‖J‖ = {direct[-1]['left']:.3f}, ‖J−QJQ‖/‖J‖ = {direct[-1]['two_sided']:.3f}"
+            + (" as the derivation predicts" if "left" in predicted else "")), **kw)
+    return Verdict("3.2", "holds", **kw)
+
+
+def _arch_3_2(spec, ctx) -> Verdict:
+    """A variant: the one-sided leak ‖ΠJ(I − Q)‖_F/‖J‖_F of the state Jacobian (block length 2)."""
+    s = spec.build_arch()
+    J = state_jacobian(s, reference_input(s, spec.seed))
+    T, F = s.config.T, s.features
+    Pi = torch.kron(K.pool_matrix(T, 2), torch.eye(F, dtype=F64))
+    Q = torch.kron(K.lift_matrix(T, 2) @ K.pool_matrix(T, 2), torch.eye(F, dtype=F64))
+    I = torch.eye(T * F, dtype=F64)
+    a = float(torch.linalg.norm(Pi @ J @ (I - Q)) / torch.linalg.norm(J))
+    b = float(torch.linalg.norm(J - Q @ J @ Q) / torch.linalg.norm(J))
+    measured, predicted = {"left": a, "two_sided": [b]}, {"tolerance_a": EXACT}
+    if spec.kernel == "causal":
+        if a > 1e-3:
+            return Verdict("3.2", "conditional", measured=measured, predicted=predicted,
+                           condition="kernels leave ker Π invariant (full/block); fails for causal (its persistent "
+                                     "mode sits on the first token, e₁)"
+                                     + (" and compress_gate = 0" if spec.arch == "compressed" else ""),
+                           counterexample={**spec.as_dict(), "a_rel": a})
+        return Verdict("3.2", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
+    if a <= EXACT:
+        return Verdict("3.2", "holds", measured=measured, predicted=predicted)
+    return Verdict("3.2", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
 
 
 @claim("3.2", title="Block coarse-graining: exact one-sided, approximate two-sided", family="coarse_graining",
@@ -141,138 +468,70 @@ def _initial_state(slow: str, seed: int) -> tuple[torch.Tensor, str]:
        tests=["tests/test_coarse_graining.py::test_exact_factoring_full_and_block",
               "tests/test_coarse_graining.py::test_causal_does_not_factor",
               "tests/test_coarse_graining.py::test_two_sided_bounded_by_mode_ratio",
-              "tests/test_coarse_graining.py::test_causal_two_sided_stays_order_one"],
-       control="causal kernel: ΠA(I − Q) ≠ 0, one-sided residual O(0.1), two-sided residual stays ≈ 0.7",
+              "tests/test_coarse_graining.py::test_causal_two_sided_stays_order_one",
+              "tests/test_coarse_graining.py::test_ledger_3_2_catches_wrong_prediction"],
+       control="causal kernel: ΠA(I − Q) ≠ 0; the one-sided and two-sided residuals are O(1) and equal the "
+               "derivation's Σ_λ P_λ ⊗ G_{≤ℓ}(λ) prediction (persistent mode on e₁, leading term √(1 − 1/P))",
        figure="coarse_graining_residual")
 def check_3_2(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_pool_lift() + th.prove_block_kernels_factor() + th.prove_power_induction()
                    + th.prove_kernel_grid(((4, 2), (8, 4)) if ctx.quick else ((4, 2), (6, 2), (6, 3), (8, 4))))
-    seeds = [0] if ctx.quick else [0, 1, 2]
-    table, exact_err, bound_excess, causal_left, causal_two = [], 0.0, 0.0, [], []
-    for seed in seeds:
-        for kernel in ("full", "block", "causal"):
-            for slow in ("off", "gate0", "gate"):
-                st = _stack(kernel, slow, 3, seed)
-                X0, where = _initial_state(slow, seed)
-                J = ncg.depth_jacobians(st, X0)[-1]
-                res = ncg.factoring_residuals(J, 8, 8, 4)
-                # the generated one-sided residual against its definition (rounding of 64×64 products)
-                exact_err = max(exact_err, abs(res.left - _direct_left_residual(J, 8, 8, 4)))
-                table.append({"part": "a", "kernel": kernel, "slow path": slow, "state": where, "seed": seed,
-                              "‖ΠJ(I−Q)‖/‖J‖": res.left, "dual": res.dual})
-                if kernel == "causal":
-                    causal_left.append(res.left)
-                else:
-                    exact_err = max(exact_err, res.left, res.dual)
-        # (b): 12 layers, c = 20, depths 1, 4, 12, against the mode-ratio bound r(0)
-        for kernel in ("full", "block", "causal"):
-            st = _stack(kernel, "gate0", 12, seed, value_scale=20.0)
-            X0, _ = _initial_state("gate0", seed)
-            Js = ncg.depth_jacobians(st, X0)
-            two = [ncg.factoring_residuals(Js[k - 1], 8, 8, 4).two_sided for k in (1, 4, 12)]
-            row = {"part": "b", "kernel": kernel, "seed": seed, "c": 20,
-                   "‖J−QJQ‖/‖J‖ at depth 1, 4, 12": [round(v, 4) for v in two]}
-            if kernel != "causal":
-                modes, _ = ncg.kernel_modes(st.frozen_kernel())
-                zero = [i for i, m in enumerate(modes) if abs(m.lam) < ncg.EIG_TOL]
-                r0 = ncg.mode_ratios(ncg.mode_products(ncg.mode_blocks(st, X0[0], modes)))[:, zero[0] - 1]
-                r0 = [float(r0[k - 1]) for k in (1, 4, 12)]
-                row["r_ℓ(0) bound"] = [round(v, 4) for v in r0]
-                bound_excess = max(bound_excess, max(t - r for t, r in zip(two, r0)))
-            else:
-                causal_two.append(two[-1])
-            table.append(row)
-    # Exact identities: products of 3 layer Jacobians (64×64) and Π, Π⁺: ≤ 3·64·ε·cond ≈ 1e-13.
-    tol = 1e-12
+    specs = specs_3_2("preln", ctx)
+    verdicts = [evaluate_on("3.2", s, ctx) for s in specs]
+    table, errs, ctl = [], [], []
+    for spec, v in zip(specs, verdicts):
+        m, p = v.measured, v.predicted
+        if v.status == "n/a" or "traceback" in m:
+            errs.append(math.inf)
+            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
+            continue
+        errs.append(v.error)
+        slow = "off" if spec.P is None else ("gate" if spec.knob("gate") else "gate0")
+        part = "b" if spec.layers > 3 else "a"
+        row = {"part": part, "kernel": spec.kernel, "slow path": slow, "state": m["state"], "seed": spec.seed,
+               "‖ΠJ(I−Q)‖/‖J‖": m["left"], "dual": m["dual"], "predicted ‖ΠJ(I−Q)‖/‖J‖": p.get("left"),
+               "status": v.status}
+        if part == "b":
+            depths = [0, 3, spec.layers - 1]
+            row["‖J−QJQ‖/‖J‖ at depth 1, 4, 12"] = [round(m["two_sided"][k], 4) for k in depths]
+            row["predicted"] = [round(p["two_sided"][k], 4) for k in depths]
+            if "r0_bound" in p:
+                row["r_ℓ(0) bound"] = [round(p["r0_bound"][k], 4) for k in depths]
+        table.append(row)
+        if spec.kernel == "causal" and "two_sided" in p:
+            ctl.append((spec, v))
+    # Control: the causal kernel breaks ΠA(I − Q) = 0; the derivation predicts how large both residuals are.
+    ctl_ok, parts = bool(ctl), []
+    for spec, v in ctl:
+        m, p = v.measured, v.predicted
+        dev = max(abs(p["left"] - m["left"]), abs(p["two_sided"][-1] - m["two_sided"][-1]))
+        ok = m["kernel_residual"] > 1e-3 and m["left"] > 1e-3 and dev <= p["tolerance"]
+        ctl_ok &= ok
+        parts.append(f"L={spec.layers} c={spec.knob('value_scale'):g}: one-sided {m['left']:.4f} (predicted "
+                     f"{p['left']:.4f}), two-sided {m['two_sided'][-1]:.4f} (predicted {p['two_sided'][-1]:.4f}), "
+                     f"|Δ| {dev:.1e} ≤ {p['tolerance']:.1e}")
+    P = 4
+    control = ControlResult("fails-as-predicted" if ctl_ok else "did-not-fail",
+                            "causal (gate 0): " + "; ".join(parts) + f". Saturated limit of the two-sided residual "
+                            f"(J → 1e₁ᵀ ⊗ G(1)): √(1 − 1/P) = {math.sqrt(1 - 1 / P):.3f}; of the one-sided: "
+                            f"√((1 − 1/P)/P) = {math.sqrt((1 - 1 / P) / P):.3f}")
     numeric = NumericResult(
-        cases=len(table), max_error=max(exact_err, bound_excess), tolerance=tol,
-        detail=f"(a) full/block, slow path off / gate 0 / gate 0.5: max relative residual {exact_err:.2e} "
-               f"(and the generated ‖ΠJ(I−Q)‖/‖J‖ equals the directly computed one for every kernel); "
-               f"(b) max(‖J−QJQ‖/‖J‖ − r_ℓ(0)) = {bound_excess:.2e} (≤ 0: the mode-ratio bound holds)",
-        table=table)
-    control_ok = min(causal_left) > 1e-3 and min(causal_two) > 0.5
-    control = ControlResult("fails-as-predicted" if control_ok else "did-not-fail",
-                            f"causal: ‖ΠJ(I−Q)‖/‖J‖ ∈ [{min(causal_left):.3f}, {max(causal_left):.3f}] "
-                            f"(THEORY 0.19); ‖J−QJQ‖/‖J‖ at depth 12 (c = 20) ∈ "
-                            f"[{min(causal_two):.3f}, {max(causal_two):.3f}] (THEORY 0.73)")
+        cases=len(table), max_error=max(errs), tolerance=1.0,
+        detail="normalised errors (≤ 1 passes): generated residuals vs their definitions (/ 100·L·T·d·ε); "
+               "(a) full/block residuals / 1e-12; at gate 0 the derivation's Σ_λ P_λ ⊗ G_{≤ℓ}(λ) residuals vs the "
+               "autograd depth Jacobians (/ 10·κ·L·T·d·ε) at every depth; (b) ‖J−QJQ‖/‖J‖ ≤ r_ℓ(0)", table=table)
     finding = ("3.2(b) fails for the causal kernel (a stated counterexample): its persistent mode is carried "
                "by the first token (left eigenvector e₁ of A for λ = 1, an attention sink), which no block "
-               "mean represents, so ‖J − QJQ‖/‖J‖ stays ≈ 0.7 at every depth even with a strong value path. "
-               "(b) holds under the condition that the kernel has the form C ⊗ 11ᵀ/P (full, block-causal): "
-               "then J − QJQ = (I − Q) ⊗ G_{≤ℓ}(0) exactly and the residual is ≤ r_ℓ(0), so it is ≤ τ past ℓ*(τ). "
-               "(a) also holds at g ≠ 0 at any block-constant state (within-block permutation equivariance).")
-    notes = ("THEORY.md (a): 1e−16 (full), 7e−17 (block), 0.19 (causal); here " +
+               "mean represents, so ‖J − QJQ‖/‖J‖ stays ≈ 0.7 at every depth even with a strong value path "
+               f"(saturated limit √(1 − 1/P) = {math.sqrt(0.75):.3f}). (b) holds under the condition that the kernel "
+               "has the form C ⊗ 11ᵀ/P (full, block-causal): then J − QJQ = (I − Q) ⊗ G_{≤ℓ}(0) exactly and the "
+               "residual is ≤ r_ℓ(0), so it is ≤ τ past ℓ*(τ). (a) also holds at g ≠ 0 at any block-constant "
+               "state (within-block permutation equivariance).")
+    notes = ("docs/theory.md §3 (a): 1e−16 (full), 7e−17 (block), 0.19 (causal); here " +
              ", ".join(f"{r['kernel']}/{r['slow path']}: {r['‖ΠJ(I−Q)‖/‖J‖']:.2g}" for r in table
-                       if r["part"] == "a" and r["seed"] == 0) +
-             ". THEORY.md (b), c = 20: 0.62/0.26/0.097 (full), 0.56/0.22/0.076 (block), 0.74/0.68/0.73 "
-             "(causal); here (seed 0) " + "; ".join(f"{r['kernel']}: {r['‖J−QJQ‖/‖J‖ at depth 1, 4, 12']}"
-                                                   for r in table if r["part"] == "b" and r["seed"] == 0) +
+                       if r.get("part") == "a" and r.get("seed") == 0) +
+             ". (b), c = 20: 0.62/0.26/0.097 (full), 0.56/0.22/0.076 (block), 0.74/0.68/0.73 "
+             "(causal) in the paper; here (seed 0) " + "; ".join(f"{r['kernel']}: {r['‖J−QJQ‖/‖J‖ at depth 1, 4, 12']}"
+                                                   for r in table if r.get("part") == "b" and r.get("seed") == 0) +
              " (W_VO = 20·I + noise and a different draw: same trend, faster decay).")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
-
-# ----------------------------------------------------------------------------- other architectures
-# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
-
-import math  # noqa: E402
-
-from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
-                                reference_input, state_jacobian, step_jacobians)
-from proofs_check.on_stack import EXACT, arch_evaluator, arch_stack, shrink  # noqa: E402
-
-F64 = torch.float64
-
-
-@arch_evaluator("3.1")
-def arch_eval_3_1(arch, ctx):
-    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
-    s = arch_stack(arch, seed=ctx.seed, value_scale=20.0, layers=4, **kw)
-    X = reference_input(s, ctx.seed)
-    A = s.frozen_kernel()
-    tau = 0.5
-    Js = step_jacobians(s, X)
-    per = [eigen_blocks(J, A, s.features) for J in Js]
-    lam, condS = per[0][0], per[0][2]
-    prods = [torch.eye(s.features, dtype=F64).expand(len(lam), -1, -1)]
-    for _, blocks, _ in per:
-        prods.append(blocks @ prods[-1])
-    r = torch.stack([torch.linalg.matrix_norm(p[1:], ord=2) / torch.linalg.matrix_norm(p[0], ord=2)
-                     for p in prods[1:]])  # (steps, decaying modes)
-    below = (r.max(-1).values <= tau).tolist()
-    measured = next((ell for ell in range(len(below)) if all(below[ell:])), None)
-    rho = max(float((torch.linalg.matrix_norm(b[1:], ord=2) /
-                     torch.linalg.svdvals(b[0])[-1]).max()) for _, b, _ in per)
-    bound = math.ceil(math.log(tau / condS) / math.log(rho)) if rho < 1 else None
-    ev = {"tau": tau, "measured_saturation_depth": measured, "rho": rho, "kappa": condS, "bound": bound,
-          "r_last": r[-1].tolist(), "value_scale": 20.0}
-    if rho < 1:
-        if measured is not None and measured <= bound:
-            return "holds", None, ev, None
-        return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "value_scale": 20.0}
-    return ("conditional", f"ρ < 1 (here ρ = {rho:.2f} ≥ 1: the bound is vacuous; the measured ℓ* "
-            f"{'= ' + str(measured) if measured is not None else 'does not exist'} at τ = {tau})", ev, None)
-
-
-@arch_evaluator("3.2")
-def arch_eval_3_2(arch, ctx):
-    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
-
-    def leak(kernel):
-        s = arch_stack(arch, seed=ctx.seed, kernel=kernel, block_size=2, value_scale=20.0, **kw)
-        J = state_jacobian(s, reference_input(s, ctx.seed))
-        from numerics.kernels import lift_matrix, pool_matrix
-
-        T, F = s.config.T, s.features
-        Pi = torch.kron(pool_matrix(T, 2), torch.eye(F, dtype=F64))
-        Q = torch.kron(lift_matrix(T, 2) @ pool_matrix(T, 2), torch.eye(F, dtype=F64))
-        I = torch.eye(T * F, dtype=F64)
-        return (float(torch.linalg.norm(Pi @ J @ (I - Q)) / torch.linalg.norm(J)),
-                float(torch.linalg.norm(J - Q @ J @ Q) / torch.linalg.norm(J)))
-
-    (a_block, b_block), (a_causal, b_causal) = leak("block"), leak("causal")
-    ev = {"a_block_rel": a_block, "a_causal_rel": a_causal, "b_block_rel": b_block, "b_causal_rel": b_causal,
-          "tolerance_a": EXACT}
-    if a_block <= EXACT and a_causal > 1e-3:
-        return ("conditional", "kernels leave ker Π invariant (full/block); fails for causal (its persistent "
-                "mode sits on the first token, e₁)" + (" and compress_gate = 0" if arch == "compressed" else ""),
-                ev, {"arch": arch, "seed": ctx.seed, "kernel": "causal", "a_rel": a_causal})
-    return "fails", None, ev, {"arch": arch, "seed": ctx.seed, "kernel": "block"}

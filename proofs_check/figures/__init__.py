@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import contextvars
 import importlib
-import os
 import pkgutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import matplotlib
+
+from proofs_check.io import atomic_path
 
 matplotlib.use("Agg")
 
@@ -60,14 +60,8 @@ def save(fig, out_dir: Path, name: str) -> list[Path]:
     paths = []
     for ext in _formats.get():
         final = out_dir / f"{name}.{ext}"
-        fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=f".{ext}.tmp")
-        os.close(fd)
-        try:
+        with atomic_path(final) as tmp:
             fig.savefig(tmp, format=ext, dpi=130, bbox_inches="tight")
-            os.replace(tmp, final)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
         paths.append(final)
     plt.close(fig)
     return paths
@@ -75,7 +69,7 @@ def save(fig, out_dir: Path, name: str) -> list[Path]:
 
 def render(names: list[str] | None, ctx, out_dir: Path, formats=FORMATS) -> dict[str, list[Path]]:
     """Render the named figures (all when ``names`` is None) in ``formats``; unknown names are an error."""
-    from tqdm import tqdm
+    from proofs_check.progress import track
 
     figures = load_figures()
     unknown = [n for n in names or [] if n not in figures]
@@ -87,7 +81,7 @@ def render(names: list[str] | None, ctx, out_dir: Path, formats=FORMATS) -> dict
     token = _formats.set(tuple(formats))
     try:
         selected = names or sorted(figures)
-        bar = tqdm(selected, desc="figures", unit="figure", disable=len(selected) < 2)
-        return {name: figures[name].render(ctx, Path(out_dir)) for name in bar}
+        return {name: figures[name].render(ctx, Path(out_dir))
+                for name in track(selected, "figures", unit="figure", enabled=len(selected) > 1)}
     finally:
         _formats.reset(token)

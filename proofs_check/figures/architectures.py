@@ -44,7 +44,8 @@ def claims_matrix(ctx, out_dir):
     ax.tick_params(length=0)
     ax.legend(handles=[Patch(color=c, label=s) for s, c in COLOURS.items()], loc="upper left",
               bbox_to_anchor=(1.01, 1), fontsize=8)
-    ax.set_title("Claims × architectures (quick form)")
+    sizes = "quick (CI) sizes" if m["options"].get("quick", True) else "full sizes"
+    ax.set_title(f"Claims × architectures ({sizes})")
     return save(fig, out_dir, "claims_matrix")
 
 

@@ -13,9 +13,19 @@ from proofs_check.figures import figure, save
 TAU = 0.5
 
 
+def eigenvalue_label(lam: float) -> str:
+    """An eigenvalue of the frozen kernel for a legend: exact 0 where float64 returns rounding noise
+    (the full kernel 11ᵀ/T has eigenvalue 0 exactly; eigvals gives |λ| ~ 1e-17 or below)."""
+    return "0" if abs(lam) < ZERO_EIGENVALUE else f"{lam:.3g}"
+
+
+ZERO_EIGENVALUE = 1e-12  # ≫ eps·‖A‖ = 2e-16 for a row-stochastic A, ≪ the smallest nonzero 1/T
+
+
 @figure("mode_products", claim="3.1", title="Mode-product ratios r_ℓ(λ) vs depth, with ℓ* measured and bound")
 def render_mode_products(ctx, out_dir):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     d = 8 if ctx.quick else 16
     panels = [("causal", 0.0), ("causal", 20.0), ("full", 20.0)]
@@ -24,7 +34,7 @@ def render_mode_products(ctx, out_dir):
         sd = ncg.saturation_depth(random_stack(6, d, 16, 2, kernel, seed=0, value_scale=c), random_xbar(d), TAU)
         depth = range(sd.layers)
         for k, lam in enumerate(sd.lambdas):
-            ax.plot(depth, sd.ratios[:, k].numpy(), marker="o", ms=3, label=f"λ = {lam:.3g}")
+            ax.plot(depth, sd.ratios[:, k].numpy(), marker="o", ms=3, label=f"λ = {eigenvalue_label(lam)}")
         ax.axhline(TAU, color="k", ls=":", lw=1, label=f"τ = {TAU}")
         if sd.measured is not None:
             ax.axvline(sd.measured, color="tab:green", lw=1.5, label=f"ℓ* measured = {sd.measured}")
@@ -34,12 +44,13 @@ def render_mode_products(ctx, out_dir):
                      f"bound {sd.bound} ≥ L (vacuous)" if sd.bound >= sd.layers else "")
         meas_txt = "" if sd.measured is not None else "no saturation depth"
         ax.text(0.02, 0.03, "\n".join(t for t in (meas_txt, bound_txt,
-                                                  f"ρ̃ = {sd.rho:.3f}, THEORY ρ = {sd.theory_rho:.2f}") if t),
+                                                  f"ρ̃ = {sd.rho:.3f}, per-layer ρ = {sd.theory_rho:.2f}") if t),
                 transform=ax.transAxes, fontsize=8, va="bottom")
         ax.set_yscale("log")
         ax.set_title(f"{kernel}, W_VO ≈ {c:g}·I + noise", fontsize=10)
         ax.set_xlabel("layer ℓ")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     axes[0].set_ylabel("r_ℓ(λ) = ‖G_≤ℓ(λ)‖ / ‖G_≤ℓ(1)‖")
     fig.suptitle("Claim 3.1: decaying modes relative to the persistent mode (T = 6, 16 layers)")
     return save(fig, out_dir, "mode_products")

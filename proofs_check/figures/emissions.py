@@ -90,6 +90,24 @@ def render_risk_vs_rho(ctx, out_dir):
     return save(fig, out_dir, "risk_vs_rho")
 
 
+def _zoom_late(ax, setting, bayes):
+    """An inset on the second half of training, where the coupled/frozen gap is decided."""
+    inset = ax.inset_axes([0.38, 0.3, 0.58, 0.36])
+    lo = hi = None
+    for arm, color, ls in (("coupled", "C0", "-"), ("frozen", "C3", "--")):
+        runs = setting["runs"][arm]
+        steps = np.array(runs[0]["curves"]["eval_step"])
+        late = steps >= steps[len(steps) // 2]
+        m = np.array([r["curves"]["eval_loss"] for r in runs]).mean(0)[late]
+        inset.plot(steps[late], m, ls, color=color)
+        lo, hi = (m.min(), m.max()) if lo is None else (min(lo, m.min()), max(hi, m.max()))
+    for level, color in ((bayes["loss_local"], "C3"), (bayes["loss_hist"], "C0")):
+        if lo - 0.02 <= level <= hi + 0.02:
+            inset.axhline(level, color=color, lw=0.8, ls=":")
+    inset.set_title("second half, zoomed", fontsize=7)
+    inset.tick_params(labelsize=6)
+
+
 @figure("training_curves", claim="7.3",
         title="Coupled vs frozen gate on i.i.d. and AR(1) block data; the gate's trajectory")
 def render_training_curves(ctx, out_dir):
@@ -118,9 +136,13 @@ def render_training_curves(ctx, out_dir):
                      f"Bayes gap {row['bayes_gap']:.4f}", fontsize=9)
         ax.set_xlabel("training step")
         ax.set_ylabel("held-out next-token loss (nats)")
-        top = max(np.array([r["curves"]["eval_loss"] for r in s["runs"]["frozen"]])[:, 1:].max(), b["loss_local"])
-        ax.set_ylim(b["loss_hist"] - 0.03, top + 0.03)
-        ax.legend(fontsize=7)
+        every = np.concatenate([np.ravel(r["curves"]["eval_loss"]) for arm in ("coupled", "frozen")
+                                for r in s["runs"][arm]])
+        top, bottom = max(every.max(), b["loss_local"]), min(every.min(), b["loss_hist"])
+        pad = 0.05 * (top - bottom)
+        ax.set_ylim(bottom - pad, top + pad)  # every loss shown, the early ones included
+        ax.legend(fontsize=7, loc="upper right")
+        _zoom_late(ax, s, b)
     ax = axes[2]
     for name, color in (("iid", "C7"), ("ar1", "C2")):
         for j, r in enumerate(res["settings"][name]["runs"]["coupled"]):

@@ -56,6 +56,6 @@ def eigenbasis_conditioning(ctx, out_dir):
     ax.semilogy(Ts, [r["cond_S_float64"] for r in rows], "s--", label="cond₂ S (float64 estimate)")
     ax.semilogy(Ts, [max(r["eigen_error"], 1e-17) for r in rows], "^-", label="float64 eigen-coordinate error")
     ax.axhline(1 / chk.EPS64, color="k", ls=":", label="1/eps (float64 limit)")
-    ax.set_xlabel("T (tokens)"); ax.set_ylabel("value")
+    ax.set_xlabel("T (tokens)"); ax.set_ylabel("condition number of S, or relative error")
     ax.set_title("Causal kernel eigenbasis: exponential ill-conditioning"); ax.legend(fontsize=8)
     return save(fig, out_dir, "eigenbasis_conditioning")

@@ -65,6 +65,8 @@ def render_convergence(ctx, out_dir):
                   label=f"reduced flow: slope {conv['slopes']['reduced']:.2f}")
         ax.set(xlabel="ε = 1/P", title=f"{system} ({conv['integrator']})")
         ax.xaxis.set_minor_formatter(NullFormatter())
+        Pt = [2 ** k for k in range(int(np.log2(1 / eps.max())), int(np.log2(1 / eps.min())) + 1)]
+        ax.set_xticks([1 / p for p in Pt], [f"1/{p}" for p in Pt], fontsize=7)  # ε = 1/P at every power of 2
         ax.legend(fontsize=7)
     axes[0].set_ylabel("max_(t∈[1,2]) ‖x − φ^(k)(y)‖  (dotted: slopes 1, 2, 3)")
     fig.suptitle("Slow-manifold error O(ε^(k+1)); the repelling control does not converge")
@@ -84,9 +86,10 @@ def render_stationary(ctx, out_dir):
     p = nm.stationary(np.stack([Y1.ravel(), Y2.ravel()], 1)).reshape(n, n, 3)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for i, ax in enumerate(axes):
-        im = ax.pcolormesh(Y1, Y2, p[..., i], shading="auto", vmin=0, vmax=1, cmap="viridis")
+        # rasterised: the mesh is n² cells, which as vectors makes a multi-megabyte PDF
+        im = ax.pcolormesh(Y1, Y2, p[..., i], shading="auto", vmin=0, vmax=1, cmap="viridis", rasterized=True)
         ax.set(xlabel="y₁", ylabel="y₂", title=f"p_st,{i + 1}(y)")
-        fig.colorbar(im, ax=ax)
+        fig.colorbar(im, ax=ax, label=f"probability of state {i + 1}")
     tr = nm.simulate("chain3", 1 / 32, y0=(2.0, -2.0), rtol=1e-7, atol=1e-9)  # a picture: loose tolerance
     axes[0].plot(tr.y[:, 0], tr.y[:, 1], "w-", lw=1.2, label="slow path y(t), P = 32")
     axes[0].legend(fontsize=7, loc="lower left")

@@ -75,14 +75,17 @@ def expand(spec, device: str = "cpu") -> list[Task]:
     listed twice) is kept once."""
     tasks, seen = [], set()
     for sweep in spec.sweeps:
-        for point in points(sweep):
-            for seed in range(sweep.first_seed, sweep.first_seed + sweep.seeds):
-                task = Task(spec.name, sweep.index, sweep.claim, point, spec_at(sweep, point, seed, device),
-                            spec.profile)
-                if task.key not in seen:
-                    seen.add(task.key)
-                    tasks.append(task)
+        for task in sweep_tasks(spec, sweep, device):
+            if task.key not in seen:
+                seen.add(task.key)
+                tasks.append(task)
     return tasks
+
+
+def sweep_tasks(spec, sweep, device: str = "cpu") -> list[Task]:
+    """The tasks of one ``[[sweep]]`` table: its points × its seeds."""
+    return [Task(spec.name, sweep.index, sweep.claim, point, spec_at(sweep, point, seed, device), spec.profile)
+            for point in points(sweep) for seed in range(sweep.first_seed, sweep.first_seed + sweep.seeds)]
 
 
 def check_grid(spec) -> None:

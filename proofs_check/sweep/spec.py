@@ -137,7 +137,7 @@ def resolve(name_or_path: str) -> Path:
 
 def load(name_or_path: str, claims=None) -> SweepSpec:
     """Read and validate a spec (by shipped name or path); ``claims``: the known claim ids
-    (default: ``proofs_check.on_stack.ON_STACK`` after loading every check module)."""
+    (default: the claims registered with ``proofs_check.on_stack``)."""
     path = resolve(name_or_path)
     text = path.read_text()
     try:
@@ -147,12 +147,40 @@ def load(name_or_path: str, claims=None) -> SweepSpec:
     return parse(data, name=path.stem, claims=claims, source=text)
 
 
-def known_claims() -> list[str]:
-    from proofs_check import on_stack
-    from proofs_check.ledger import load_checks
+def describe(path) -> dict:
+    """A shipped spec's description, claims and task count, read without validating it."""
+    data = tomllib.loads(Path(path).read_text())
+    tasks = 0
+    for table in data.get("sweep", []):
+        n = table.get("seeds", 1)
+        for key, value in table.items():
+            if key not in SWEEP_KEYS and isinstance(value, list):
+                n *= len(value)
+        tasks += n
+    return {"description": data.get("description", ""), "claims": [t.get("claim", "?") for t in data.get("sweep", [])],
+            "tasks": tasks}
 
-    load_checks()
-    return sorted(on_stack.ON_STACK)
+
+class _Registered:
+    """The claims registered with ``proofs_check.on_stack``; the check modules are imported the
+    first time a claim is not found (importing them takes seconds)."""
+
+    loaded = False
+
+    def __contains__(self, claim) -> bool:
+        from proofs_check import on_stack
+
+        if claim not in on_stack.ON_STACK and not self.loaded:
+            from proofs_check.ledger import load_checks
+
+            load_checks()
+            self.loaded = True
+        return claim in on_stack.ON_STACK
+
+    def names(self) -> list[str]:
+        from proofs_check import on_stack
+
+        return sorted(on_stack.ON_STACK)
 
 
 def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> SweepSpec:
@@ -172,7 +200,7 @@ def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> 
     tables = data.get("sweep")
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise SpecError("sweep: the spec needs at least one [[sweep]] table")
-    claims = known_claims() if claims is None else list(claims)
+    claims = _Registered() if claims is None else list(claims)
     sweeps = tuple(_parse_sweep(i, table, claims) for i, table in enumerate(tables))
     spec = SweepSpec(name=name, sweeps=sweeps, description=str(data.get("description", "")),
                      profile=profile, batch=batch, source=source)
@@ -182,14 +210,15 @@ def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> 
     return spec
 
 
-def _parse_sweep(index: int, table: dict, claims: list[str]) -> Sweep:
+def _parse_sweep(index: int, table: dict, claims) -> Sweep:
     where = f"sweep[{index}]"
     if "claim" not in table:
         raise SpecError(f"{where}.claim: missing (which claim does this sweep evaluate?)")
     claim = table["claim"]
     if not isinstance(claim, str) or claim not in claims:
+        names = claims.names() if isinstance(claims, _Registered) else claims
         raise SpecError(f"{where}.claim={claim!r} is not a claim on a stack "
-                        f"(registered: {', '.join(claims) or 'none'})")
+                        f"(registered: {', '.join(names) or 'none'})")
     seeds = table.get("seeds", 1)
     first_seed = table.get("first_seed", 0)
     for key, value, low in (("seeds", seeds, 1), ("first_seed", first_seed, 0)):

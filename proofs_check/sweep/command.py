@@ -1,0 +1,82 @@
+"""``fastslow sweep SPEC.toml|NAME [--scheduler ADDRESS] [--workers N] [--out DIR] [--resume] [--list]
+[--figures DIR]``: run a sweep, store its rows, print its summary, draw its phase diagrams.
+
+Exit status: 0 when every task wrote its row; 1 when some task raised after its retries (its row is
+missing, ``--resume`` runs it again); 2 on a bad spec or option (nothing ran); 130 on Ctrl-C (the
+finished rows are kept).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DEVICES = ("cpu", "cuda")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="run a claim over a grid of stacks on Dask; Parquet rows, phase diagrams")
+    p.add_argument("spec", nargs="?", metavar="SPEC",
+                   help="a spec file (TOML) or the name of a shipped spec (see --list)")
+    p.add_argument("--list", action="store_true", help="list the shipped specs and exit")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="join a running Dask cluster, e.g. tcp://host:8786 (default: start a local one)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--out", metavar="DIR", help="where the results go (default out/sweeps/<spec name>)")
+    p.add_argument("--resume", action="store_true", help="keep the rows already in --out, run only the others")
+    p.add_argument("--figures", metavar="DIR", help="draw the spec's phase diagrams from the results into DIR")
+    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the stacks run (default cpu)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(run=cmd_sweep)
+
+
+def cmd_sweep(args) -> int:
+    from proofs_check.io import write_json, write_text
+    from proofs_check.sweep import spec as sweep_spec
+
+    if args.list:
+        for name, path in sorted(sweep_spec.builtin_specs().items()):
+            info = sweep_spec.describe(path)
+            print(f"{name:16s} {info['tasks']:6d} tasks  claims {', '.join(info['claims']):20s} "
+                  f"{info['description']}")
+        return 0
+    if args.spec is None:
+        raise ValueError("SPEC: give a spec file or a shipped spec's name (fastslow sweep --list)")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers={args.workers} must be ≥ 1")
+    if args.device == "cuda":
+        from numerics import resolve_device
+
+        resolve_device("cuda")  # exit 2 here when there is no GPU, not on every worker
+    spec = sweep_spec.load(args.spec)
+    out = Path(args.out or Path("out") / "sweeps" / spec.name)
+    from proofs_check.sweep.run import run_sweep
+    from proofs_check.sweep.store import Store
+    from proofs_check.sweep.summary import format_summary, summarise
+
+    run = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
+                    device=args.device, progress=not args.no_progress)
+    write_text(out / "spec.toml", spec.source)
+    if run.interrupted:
+        print(f"sweep {spec.name} interrupted: {run.written} rows written, {run.skipped} already stored; "
+              f"continue with --resume --out {out}", file=sys.stderr)
+        return 130
+    df = Store(out).read()
+    summary = summarise(df) if len(df) else {}
+    write_json(out / "summary.json", {"spec": spec.name, "rows": int(len(df)), "claims": summary,
+                                      "run": {"tasks": run.total, "skipped": run.skipped, "written": run.written,
+                                              "errors": run.errors,
+                                              "seconds": run.seconds}})
+    print(f"sweep {spec.name}: {run.written} rows written, {run.skipped} already stored, "
+          f"{len(run.errors)} tasks failed, {run.seconds:.1f} s -> {out / 'results'}")
+    for key, message in run.errors[:5]:
+        print(f"  task {key[:12]} raised: {message}")
+    if summary:
+        print(format_summary(summary))
+    if args.figures and len(df):
+        from proofs_check.sweep.figures import render
+
+        for path in render(spec, df, args.figures):
+            print(f"figure {path}")
+    return 0 if run.ok else 1

@@ -1,0 +1,158 @@
+"""Phase diagrams of a sweep: where a claim holds over two of its axes.
+
+For each ``[[sweep.figure]]`` of a spec, and each 2-D slice (one panel per combination of the
+sweep's other varied axes), the cell colour is the measured column ``value`` aggregated over the
+seeds (median by default).  Over it the theory's predicted boundary is drawn: ``boundary`` is a
+predicted column giving the x (or, with ``boundary_axis = "y"``, the y) at which the claim is
+predicted to flip, one point per row of the grid; ``contour`` draws the level set ``level`` of a
+column.  Cells where any seed's verdict is *fails* are marked ×, cells where every verdict is *n/a*
+are hatched.  Axes are drawn by index (values as tick labels), so uneven and categorical grids
+read alike; a boundary value between two grid values is placed by linear interpolation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from proofs_check.sweep.grid import sweep_tasks
+
+
+def _positions(values: list, target: float) -> float | None:
+    """The index coordinate of ``target`` on an axis with numeric ``values`` (None off the axis)."""
+    try:
+        xs = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(target) or target < xs.min() or target > xs.max():
+        return None
+    order = np.argsort(xs)
+    return float(np.interp(target, xs[order], np.arange(len(xs))[order]))
+
+
+def _aggregate(series, how: str) -> float:
+    values = series.dropna().astype(float)
+    if values.empty:
+        return math.nan
+    return float(getattr(values, how)())
+
+
+def _slices(df, sweep, fig):
+    others = [a for a in sweep.varied if a not in (fig.x, fig.y)]
+    combos = list(itertools.product(*(sweep.axes[a] for a in others))) or [()]
+    for combo in combos:
+        part = df
+        for axis, value in zip(others, combo):
+            part = part[part[axis] == value]
+        yield dict(zip(others, combo)), part
+
+
+def _save(fig, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=130, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def render(spec, df, out: str | os.PathLike) -> list[Path]:
+    """Every figure of ``spec`` from the rows ``df``; returns the PNG paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for sweep in spec.sweeps:
+        keys = {t.key for t in sweep_tasks(spec, sweep)}
+        rows = df[df["row_key"].isin(keys)]
+        for k, fig in enumerate(sweep.figures):
+            missing = [c for c in (fig.value, fig.boundary, fig.contour) if c and c not in rows.columns]
+            if missing:
+                raise ValueError(f"{sweep.where}.figure[{k}]: no column {missing[0]!r} in the results "
+                                 f"(columns: {', '.join(c for c in rows.columns if c.startswith(('measured_', 'predicted_', 'error')))})")
+            slices = list(_slices(rows, sweep, fig))
+            ncols = min(3, len(slices))
+            nrows = math.ceil(len(slices) / ncols)
+            figure, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.8 * nrows), squeeze=False)
+            for ax, (where, part) in zip(axes.flat, slices):
+                _panel(ax, part, sweep, fig, where)
+            for ax in list(axes.flat)[len(slices):]:
+                ax.set_visible(False)
+            figure.suptitle(f"claim {sweep.claim}: {fig.label or fig.value} over ({fig.x}, {fig.y})")
+            figure.tight_layout()
+            path = Path(out) / f"{spec.name}_{sweep.index}_{k}_{sweep.claim}_{fig.x}_{fig.y}.png"
+            _save(figure, path)
+            plt.close(figure)
+            written.append(path)
+    return written
+
+
+def _panel(ax, part, sweep, fig, where: dict) -> None:
+    from matplotlib.patches import Rectangle
+
+    xs, ys = list(sweep.axes[fig.x]), list(sweep.axes[fig.y])
+    grid = np.full((len(ys), len(xs)), math.nan)
+    fails = np.zeros_like(grid, dtype=bool)
+    na = np.zeros_like(grid, dtype=bool)
+    for (i, y), (j, x) in itertools.product(enumerate(ys), enumerate(xs)):
+        cell = part[(part[fig.x] == x) & (part[fig.y] == y)]
+        if cell.empty:
+            continue
+        grid[i, j] = _aggregate(cell[fig.value], fig.aggregate)
+        fails[i, j] = (cell["verdict"] == "fails").any()
+        na[i, j] = (cell["verdict"] == "n/a").all()
+    mesh = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5,
+                         np.ma.masked_invalid(grid), cmap="viridis", shading="flat")
+    ax.figure.colorbar(mesh, ax=ax, label=fig.label or fig.value)
+    fi, fj = np.nonzero(fails)
+    if len(fi):
+        ax.scatter(fj, fi, marker="x", color="red", s=40, label="fails", zorder=3)
+    ni, nj = np.nonzero(na)
+    for i, j in zip(ni, nj):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="grey", lw=0))
+    label = fig.boundary_label or "theory"
+    if fig.boundary:
+        _boundary_curve(ax, part, fig, xs, ys, label)
+    elif fig.contour:
+        level_grid = np.full_like(grid, math.nan)
+        for (i, y), (j, x) in itertools.product(enumerate(ys), enumerate(xs)):
+            cell = part[(part[fig.x] == x) & (part[fig.y] == y)]
+            if not cell.empty:
+                level_grid[i, j] = _aggregate(cell[fig.contour], fig.aggregate)
+        if np.isfinite(level_grid).sum() >= 4 and np.nanmin(level_grid) < fig.level < np.nanmax(level_grid):
+            ax.contour(np.arange(len(xs)), np.arange(len(ys)), level_grid, levels=[fig.level],
+                       colors="white", linewidths=2)
+            ax.plot([], [], color="white", lw=2, label=f"{label}: {fig.contour} = {fig.level:g}")
+    ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
+    ax.set_xlabel(fig.x)
+    ax.set_ylabel(fig.y)
+    ax.set_title(", ".join(f"{k}={v}" for k, v in where.items()) or "all points", fontsize=9)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="upper right", framealpha=0.7)
+
+
+def _boundary_curve(ax, part, fig, xs, ys, label: str) -> None:
+    """The predicted flip point along ``boundary_axis``, one per value of the other axis."""
+    along, across = (xs, ys) if fig.boundary_axis == "x" else (ys, xs)
+    across_name = fig.y if fig.boundary_axis == "x" else fig.x
+    pts = []
+    for k, value in enumerate(across):
+        pred = _aggregate(part[part[across_name] == value][fig.boundary], "median")
+        pos = _positions(along, pred) if math.isfinite(pred) else None
+        if pos is not None:
+            pts.append((pos, k) if fig.boundary_axis == "x" else (k, pos))
+    if pts:
+        px, py = zip(*pts)
+        ax.plot(px, py, color="white", lw=2, marker="o", ms=4, label=f"{label} ({fig.boundary})")

@@ -1,0 +1,91 @@
+"""Per claim: how often it holds over a sweep, with a Wilson interval, and its worst case.
+
+The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing.  Its 95 %
+interval is Wilson's score interval (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
+which stays inside [0, 1] and is honest at fractions near 0 or 1.  The worst case is the row with the
+largest error / tolerance (a *fails* row first), with the ``fastslow simulate`` command that rebuilds
+its stack from its seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from proofs_check.sweep.grid import knob_defaults
+
+CONFIDENCE = 0.95
+#: random_stack knobs that ``fastslow simulate`` takes as options (knob -> flag).
+SIMULATE_FLAGS = {"gate": "--gate", "value_scale": "--value-scale", "decay": "--decay", "ln_gain": "--ln-gain",
+                  "weight_scale": "--weight-scale", "slow_kernel": "--slow-kernel"}
+
+
+def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return (math.nan, math.nan)
+    ci = binomtest(k, n).proportion_ci(confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+def simulate_command(row: dict) -> str:
+    """The ``fastslow simulate`` line for a row's stack (preln only: simulate has no --arch)."""
+    parts = ["fastslow simulate", f"--T {row['T']}", f"--P {0 if _missing(row['P']) else int(row['P'])}",
+             f"--d {row['d']}", f"--layers {row['layers']}", f"--heads {row['heads']}",
+             f"--kernel {row['kernel']}"]
+    defaults = knob_defaults()
+    for knob, flag in SIMULATE_FLAGS.items():
+        value = row.get(knob)
+        if not _missing(value) and value != defaults[knob]:
+            parts.append(f"{flag} {value}")
+    parts.append(f"--seed {row['seed']}")
+    return " ".join(parts)
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def summarise(df) -> dict:
+    """claim -> counts, the fraction that hold with its Wilson interval, the worst case."""
+    out = {}
+    for claim, rows in df.groupby("claim", sort=True):
+        counts = rows["verdict"].value_counts().to_dict()
+        applicable = int(sum(counts.get(s, 0) for s in ("holds", "conditional", "fails")))
+        holds = int(counts.get("holds", 0))
+        low, high = wilson(holds, applicable)
+        entry = {"rows": int(len(rows)), "counts": {k: int(v) for k, v in counts.items()},
+                 "fraction_holds": holds / applicable if applicable else None,
+                 "wilson_95": [low, high] if applicable else None, "worst": None}
+        ranked = rows[rows["verdict"] != "n/a"].assign(
+            _fails=lambda r: (r["verdict"] == "fails").astype(int),
+            _ratio=lambda r: r["error_ratio"].fillna(-math.inf))
+        if len(ranked):
+            worst = ranked.sort_values(["_fails", "_ratio"], ascending=False).iloc[0]
+            row = {k: (None if _missing(v) else v) for k, v in worst.drop(["_fails", "_ratio"]).items()}
+            entry["worst"] = {"verdict": row["verdict"], "error_ratio": row["error_ratio"],
+                              "error": row["error"], "tolerance": row["tolerance"], "seed": int(row["seed"]),
+                              "reason": row["reason"], "arch": row["arch"], "point": json.loads(row["point"]),
+                              "row_key": row["row_key"],
+                              "reproduce": simulate_command(row) if row["arch"] == "preln" else None}
+        out[claim] = entry
+    return out
+
+
+def format_summary(summary: dict) -> str:
+    lines = [f"{'claim':6s} {'rows':>6s} {'holds':>6s} {'fails':>6s} {'n/a':>5s}  fraction holds [95% Wilson]"]
+    for claim, e in summary.items():
+        c = e["counts"]
+        frac = ("—" if e["fraction_holds"] is None else
+                f"{e['fraction_holds']:.4f} [{e['wilson_95'][0]:.4f}, {e['wilson_95'][1]:.4f}]")
+        lines.append(f"{claim:6s} {e['rows']:6d} {c.get('holds', 0):6d} {c.get('fails', 0):6d} "
+                     f"{c.get('n/a', 0):5d}  {frac}")
+        w = e["worst"]
+        if w is not None:
+            ratio = "—" if w["error_ratio"] is None else f"{w['error_ratio']:.3g}"
+            lines.append(f"       worst: {w['verdict']}, error/tolerance {ratio} at {w['point']} seed {w['seed']}"
+                         + (f" — {w['reason']}" if w["reason"] else ""))
+            if w["reproduce"]:
+                lines.append(f"       reproduce: {w['reproduce']}")
+    return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""Every figure, read through matplotlib's own objects (not pixels): labelled axes, sensible ticks.
+
+Each figure is rendered once at the quick sizes (the training figure at its smoke size)
+with ``savefig`` replaced by a draw, so the test sees the laid-out Figure without encoding
+files.  The rules:
+
+- every axes that shows data names both axes: an axis label, or category tick labels
+  (the claims matrix), or a y-axis shared with a labelled neighbour; colourbars are labelled;
+- every axis shows at least two labelled major ticks inside its view;
+- an axis of layers, depths or training steps has integer ticks;
+- legend entries print no rounding noise (``λ = 3.34e-33`` is an exact 0);
+- a legend drawn inside an axes covers none of that axes' data markers.
+"""
+
+from __future__ import annotations
+
+import re
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from proofs_check.figures import load_figures, render  # noqa: E402
+from proofs_check.ledger import CheckContext  # noqa: E402
+
+NAMES = sorted(load_figures())
+INTEGER_AXIS = re.compile(r"\b(layer|depth|step)\b", re.I)
+NOISE = re.compile(r"\d(\.\d+)?e-(1[3-9]|[2-9]\d|\d{3})\b")  # |x| < 1e-12 printed in scientific form
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """name → the Figure objects its renderer saved (drawn, not written)."""
+    from proofs_check.io import write_json
+    from proofs_check.matrix import run_matrix
+
+    cache = tmp_path_factory.mktemp("figure-cache")
+    write_json(cache / "matrix.json", run_matrix(only_arch=["looped", "mhc"], claims=["1.2", "6.1"]))
+    ctx = CheckContext(cache_dir=str(cache))
+    ctx.smoke = True  # the training figure's seconds-sized run (numerics.training.experiment_configs)
+    saved: dict[str, list[Figure]] = {}
+    current: list[str] = []
+    original = Figure.savefig
+
+    def record(fig, *args, **kwargs):
+        fig.canvas.draw()
+        if fig not in saved.setdefault(current[0], []):
+            saved[current[0]].append(fig)
+
+    Figure.savefig = record
+    try:
+        out = tmp_path_factory.mktemp("figures")
+        for name in NAMES:
+            current[:] = [name]
+            render([name], ctx, out, formats=("png",))
+    finally:
+        Figure.savefig = original
+    return saved
+
+
+def _is_colorbar(ax) -> bool:
+    return getattr(ax, "_colorbar", None) is not None
+
+
+def _is_inset(ax) -> bool:
+    return any(ax in other.child_axes for other in ax.figure.axes if other is not ax)
+
+
+def _has_data(ax) -> bool:
+    return bool(ax.lines or ax.collections or ax.patches or ax.images)
+
+
+def _category_ticks(axis) -> bool:
+    texts = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+    return bool(texts) and all(re.search(r"[A-Za-z]", t) for t in texts)
+
+
+def _visible_ticks(axis, ax) -> list[float]:
+    lo, hi = sorted(axis.get_view_interval())
+    labelled = {t.get_text() != "" for t in axis.get_ticklabels()}
+    locs = [v for v in axis.get_majorticklocs() if lo - 1e-9 * abs(hi - lo) <= v <= hi + 1e-9 * abs(hi - lo)]
+    return locs if True in labelled else []
+
+
+def _shares_labelled(ax, which: str) -> bool:
+    group = ax.get_shared_y_axes() if which == "y" else ax.get_shared_x_axes()
+    return any(other is not ax and group.joined(ax, other)
+               and (other.get_ylabel() if which == "y" else other.get_xlabel())
+               for other in ax.figure.axes)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_axes_are_labelled_and_ticks_sensible(drawn, name):
+    figs = drawn.get(name)
+    assert figs, f"{name} saved no figure"
+    for fig in figs:
+        for ax in fig.axes:
+            if _is_colorbar(ax):
+                assert ax.get_ylabel() or ax.get_xlabel(), f"{name}: unlabelled colourbar"
+                continue
+            if _is_inset(ax) or not ax.get_visible() or not _has_data(ax) or not ax.axison:
+                continue
+            where = f"{name}, axes {ax.get_title()!r}"
+            for which, axis, label in (("x", ax.xaxis, ax.get_xlabel()), ("y", ax.yaxis, ax.get_ylabel())):
+                assert label or _category_ticks(axis) or _shares_labelled(ax, which), \
+                    f"{where}: the {which} axis has no label"
+                assert label.strip().lower() not in ("value", "values", "y", "x"), f"{where}: {which} label {label!r}"
+                shared_unlabelled = not axis.get_ticklabels() or not any(t.get_text() for t in axis.get_ticklabels())
+                if not shared_unlabelled:
+                    assert len(_visible_ticks(axis, ax)) >= 2, f"{where}: fewer than two {which} ticks"
+                if label and INTEGER_AXIS.search(label) and axis.get_scale() == "linear":
+                    locs = _visible_ticks(axis, ax)
+                    assert all(abs(v - round(v)) < 1e-9 for v in locs), f"{where}: fractional {which} ticks {locs}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_legends_print_no_noise_and_cover_no_data(drawn, name):
+    for fig in drawn[name]:
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            for text in legend.get_texts():
+                assert not NOISE.search(text.get_text()), f"{name}: legend entry {text.get_text()!r}"
+            box = legend.get_window_extent(renderer)
+            if not ax.get_window_extent(renderer).overlaps(box):
+                continue  # placed outside the axes
+            for line in ax.get_lines():
+                if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
+                    continue
+                pts = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
+                inside = [(x, y) for x, y in pts if box.contains(x, y)]
+                assert not inside, f"{name}: the legend covers {len(inside)} markers of {line.get_label()!r}"
+
+
+def test_mode_products_exact_zero_eigenvalue():
+    from proofs_check.figures.coarse_graining import eigenvalue_label
+
+    # the full kernel 11ᵀ/T has eigenvalue 0; float64 eigvals return ~1e-17 (or 3e-33)
+    assert eigenvalue_label(3.34e-33) == "0" and eigenvalue_label(-2e-17) == "0"
+    assert eigenvalue_label(1 / 6) == "0.167"  # the causal kernel's smallest, T = 6
+
+
+def test_stationary_distribution_pdf_is_rasterised(drawn, tmp_path):
+    meshes = [c for fig in drawn["stationary_distribution"] for ax in fig.axes for c in ax.collections
+              if type(c).__name__ == "QuadMesh"]
+    assert len(meshes) == 3 and all(m.get_rasterized() for m in meshes)
+    paths = render(["stationary_distribution"], CheckContext(), tmp_path, formats=("pdf",))
+    size = paths["stationary_distribution"][0].stat().st_size
+    assert size < 300_000, f"{size} bytes: the n² mesh was written as vectors"
