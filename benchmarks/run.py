@@ -1,7 +1,7 @@
 """`fastslow bench`: every benchmark section, a readable table, and the JSON dict.
 
 Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritten``,
-``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists)
+``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists), ``sweep``
 and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
 broken piece does not hide the others' numbers; ``machine["section_errors"]`` lists them.
 """
@@ -53,6 +53,9 @@ def _sections(quick: bool, device: str, note):
         from benchmarks import slow_path_cost
 
         yield "slow_path_cost", lambda: slow_path_cost.run(quick, device)
+    from benchmarks import sweep
+
+    yield "sweep", lambda: sweep.run(quick, device)
 
 
 def run_benchmarks(quick: bool, device: str) -> dict:
@@ -127,6 +130,13 @@ def format_table(results: dict) -> str:
     if sp and "error" not in sp:
         lines.append("\nslow path cost: " + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                                                       for k, v in sp.items() if not isinstance(v, (dict, list))))
+    sw = results.get("sweep", {})
+    if "scaling_efficiency" in sw:
+        lines.append(f"\nsweep ({sw['config']['stacks']} stacks of claim {sw['config']['claim']}): "
+                     f"{sw['one_worker']['stacks_per_second']:.2f} stacks/s with 1 worker, "
+                     f"{sw['two_workers']['stacks_per_second']:.2f} with 2; scaling efficiency "
+                     f"{sw['scaling_efficiency']:.2f}; cluster overhead {sw['overhead_seconds_per_task'] * 1e3:.0f} ms "
+                     f"per task (serial {sw['serial_seconds_per_stack'] * 1e3:.0f} ms per stack)")
     for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

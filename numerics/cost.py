@@ -50,17 +50,52 @@ def model_flops(T: int, P: int, d: int) -> dict[str, float]:
     return {k: float(v) for k, v in out.items()}
 
 
-def flop_comparison(T: int, P: int, d: int, heads: int, seed: int = 0) -> dict:
-    """Counted vs modelled FLOPs of both paths; the errors are exact integers (0 expected)."""
-    fast, slow = paths(T, P, d, heads, seed)
-    x = torch.zeros(T, d, dtype=torch.float64)
-    counted_fast, counted_slow = counted_flops(fast, x), counted_flops(slow, x)
+def counted_parts(module_at, T: int, P: int, x_dtype=torch.float64) -> dict[str, int]:
+    """Counted FLOPs of a real attention module split into its projections (linear in the token
+    count) and its scores + mixing (quadratic): ``module_at(T')`` returns the module for T' tokens;
+    counts at T and at T/2 (2T when T/2 is not a multiple of P) solve c(T) = a·T + b·T² exactly."""
+    T2 = T // 2 if (T // 2) % P == 0 and T // 2 >= P else 2 * T
+    counts = {}
+    for t in (T, T2):
+        module, d = module_at(t)
+        counts[t] = counted_flops(module, torch.zeros(t, d, dtype=x_dtype))
+    r = T2 / T
+    quadratic = (counts[T2] - r * counts[T]) / (r * r - r)  # b·T²
+    quadratic = int(round(quadratic))
+    return {"total": counts[T], "scores_mixing": quadratic, "projections": counts[T] - quadratic}
+
+
+def compare_parts(fast_at, slow_at, T: int, P: int, d: int) -> dict:
+    """Counted FLOPs of a fast and a slow attention module (``fast_at(T')``/``slow_at(T')`` build
+    them for T' tokens) against the generated model, in total and by part (projections; scores
+    and mixing).  ``error`` is the largest integer mismatch (0 expected), ``ratio_error`` the
+    relative error of the whole-attention ratio."""
+    fast = counted_parts(lambda t: (fast_at(t), d), T, P)
+    slow = counted_parts(lambda t: (slow_at(t), d), T, P)
     model = model_flops(T, P, d)
-    return {"T": T, "P": P, "d": d, "heads": heads,
-            "counted_fast": counted_fast, "model_fast": model["fast_attention"],
-            "counted_slow": counted_slow, "model_slow": model["slow_attention"],
-            "error": max(abs(counted_fast - model["fast_attention"]), abs(counted_slow - model["slow_attention"])),
-            "ratio": counted_fast / counted_slow, "model_ratio": model["ratio_attention"]}
+    row = {"T": T, "P": P, "d": d}
+    for path, counted in (("fast", fast), ("slow", slow)):
+        row[f"counted_{path}"], row[f"model_{path}"] = counted["total"], model[f"{path}_attention"]
+        for part in ("scores_mixing", "projections"):
+            row[f"counted_{path}_{part}"] = counted[part]
+            row[f"model_{path}_{part}"] = model[f"{path}_{part}"]
+    row["error"] = max(abs(row[f"counted_{key}"] - row[f"model_{key}"]) for key in
+                       ("fast", "slow", "fast_scores_mixing", "slow_scores_mixing",
+                        "fast_projections", "slow_projections"))
+    row["ratio"] = fast["total"] / slow["total"]
+    row["model_ratio"] = model["ratio_attention"]
+    row["ratio_error"] = abs(row["ratio"] / row["model_ratio"] - 1)
+    row["ratio_scores_mixing"] = fast["scores_mixing"] / slow["scores_mixing"]
+    row["ratio_projections"] = fast["projections"] / slow["projections"]
+    return row
+
+
+def flop_comparison(T: int, P: int, d: int, heads: int, seed: int = 0) -> dict:
+    """``compare_parts`` on one random hierarchical layer's Attention and SlowPath."""
+    for name, v in (("T", T), ("P", P), ("d", d), ("heads", heads)):
+        _positive(v, name)
+    row = compare_parts(lambda t: paths(t, P, d, heads, seed)[0], lambda t: paths(t, P, d, heads, seed)[1], T, P, d)
+    return {**row, "heads": heads}
 
 
 def time_module(module: torch.nn.Module, x: torch.Tensor, repeats: int = 20) -> float:

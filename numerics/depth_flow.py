@@ -8,9 +8,10 @@ sampling it at ℓh, so every depth L with the same seed discretises the same OD
 
 The stack's error constant C = lim L (X_L − X(1)) is measured by Richardson extrapolation of
 the stack's own outputs and predicted by :func:`error_constant_reference`: DOP853 on the
-variational system E′ = F′E + D, E(0) = 0, with the generated split-step defect
-D = g′f₁ − ½(∂_t F + F′F) (docs/theory.md §1) built from directional derivatives of the real
-sublayers f₁ = −αX + Attn(X), g = MLP∘LN₂ along the real weight path.
+variational system E′ = F′E + D, E(0) = 0, with the split-step defect D = g′f₁ − ½(∂_t F + F′F)
+(docs/theory.md §1), solved in the shifted variable Ẽ = E + F/2 with the generated source
+D̃ = g′f₁ − ½F′F, built from directional derivatives of the real sublayers f₁ = −αX + Attn(X),
+g = MLP∘LN₂ along the real weight path.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ class _Sublayers(nn.Module):
 
 
 FD_X = 1e-5  # central-difference step along unit directions of the state (entries O(1))
-FD_T = 1e-5  # central-difference step in t along the cosine weight path
 
 
 def _unit(v: torch.Tensor):
@@ -80,48 +80,48 @@ def _unit(v: torch.Tensor):
 
 
 def error_constant_reference(stack: Stack, X0: torch.Tensor, rtol: float = 1e-10, atol: float = 1e-12):
-    """(X(1), C): DOP853 on X′ = F(θ(t), X), E′ = F′E + D(t, X), X(0) = X0, E(0) = 0, so that
-    X_L − X(1) = C/L + O(1/L²) for the split layers sampled at θ(ℓ/L) (theory.depth_flow).
+    """(X(1), C): DOP853 on X′ = F(θ(t), X) and the shifted variational equation Ẽ′ = F′Ẽ + D̃,
+    D̃ = g′f₁ − ½F′F (generated ``shifted_defect``), Ẽ(0) = F(0, X0)/2; C = Ẽ(1) − F(1, X(1))/2 is
+    the constant of X_L − X(1) = C/L + O(1/L²) for the split layers sampled at θ(ℓ/L)
+    (theory.depth_flow: Ẽ = E + F/2, E′ = F′E + g′f₁ − ½(∂_t F + F′F), E(0) = 0).
 
-    The directional derivatives F′E, F′F, g′f₁ and ∂_t F are central differences of the real
-    sublayers (steps FD_X along unit directions, FD_T in t): their truncation error
-    (step²/6)·|third derivative| and rounding eps·|F|/step are both ≲ 1e-9 relative, far below the
-    1e-4 accuracy at which C is compared."""
+    The directional derivatives F′Ẽ, F′F and g′f₁ are central differences of the real sublayers
+    along unit directions (step FD_X): truncation (FD_X²/6)·|third derivative| and rounding
+    eps·|F|/FD_X are both ≲ 1e-9 relative, far below the 1e-4 accuracy at which C is compared."""
     if not (0 < rtol < 1e-3):
         raise ValueError(f"rtol={rtol} must be in (0, 1e-3)")
     shape, n = X0.shape, X0.numel()
     split = _Sublayers(stack.layers[0])
 
-    def params_at(t):
-        return {f"layer.{k}": v for k, v in stack.weights_at(t).items()}
-
-    def sublayers(t_or_params, X):
-        params = t_or_params if isinstance(t_or_params, dict) else params_at(t_or_params)
-        return torch.func.functional_call(split, params, (X,))
+    def sublayers(t, X):
+        params = {f"layer.{k}": v for k, v in stack.weights_at(float(t)).items()}
+        with torch.no_grad():
+            return torch.func.functional_call(split, params, (X,))
 
     def rhs(t, y):
         y = torch.from_numpy(y).to(X0.dtype)
-        X, E = y[:n].reshape(shape), y[n:].reshape(shape)
+        X, Et = y[:n].reshape(shape), y[n:].reshape(shape)
         with torch.no_grad():
-            theta = params_at(t)
-            f1, g = sublayers(theta, X)
+            params = {f"layer.{k}": v for k, v in stack.weights_at(float(t)).items()}
+            f1, g = torch.func.functional_call(split, params, (X,))
             F = f1 + g
-            dirs = [_unit(v) for v in (E, F, f1)]
+            dirs = [_unit(v) for v in (Et, F, f1)]
             pts = torch.stack([X + sgn * FD_X * u for u, _ in dirs for sgn in (1.0, -1.0)])
-            pf1, pg = sublayers(theta, pts)
+            pf1, pg = torch.func.functional_call(split, params, (pts,))
             pF = pf1 + pg
-            FE, FF = ((pF[2 * i] - pF[2 * i + 1]) / (2 * FD_X) * dirs[i][1] for i in range(2))
+            FEt, FF = ((pF[2 * i] - pF[2 * i + 1]) / (2 * FD_X) * dirs[i][1] for i in range(2))
             gf1 = (pg[4] - pg[5]) / (2 * FD_X) * dirs[2][1]
-            Ft = (sum(sublayers(t + FD_T, X)) - sum(sublayers(t - FD_T, X))) / (2 * FD_T)
-            D = gen.split_step_defect(gf1, Ft, FF)
-        return torch.cat([F.reshape(-1), (FE + D).reshape(-1)]).numpy()
+            dEt = FEt + gen.shifted_defect(gf1, FF)
+        return torch.cat([F.reshape(-1), dEt.reshape(-1)]).numpy()
 
-    y0 = torch.cat([X0.detach().reshape(-1), torch.zeros(n, dtype=X0.dtype)]).numpy()
+    X0 = X0.detach()
+    y0 = torch.cat([X0.reshape(-1), (sum(sublayers(0.0, X0)) / 2).reshape(-1)]).numpy()
     sol = solve_ivp(rhs, (0.0, 1.0), y0, method="DOP853", rtol=rtol, atol=atol)
     if not sol.success:
         raise RuntimeError(f"DOP853 failed: {sol.message}")
     y1 = torch.from_numpy(sol.y[:, -1]).to(X0.dtype)
-    return y1[:n].reshape(shape), y1[n:].reshape(shape)
+    X1 = y1[:n].reshape(shape)
+    return X1, y1[n:].reshape(shape) - sum(sublayers(1.0, X1)) / 2
 
 
 def richardson(depths, scaled):

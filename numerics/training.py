@@ -391,7 +391,7 @@ def _gate_gradient_information(cfg, seed, n_batches, batch) -> dict:
 
 
 # ---------------------------------------------------------------- what a cached result depends on
-SOURCE_PACKAGES = ("numerics", "theory")
+SOURCE_PACKAGES = ("numerics", "theory", "proofs_check")  # numerics.stack validates through proofs_check
 
 
 def _module_file(name: str, root: Path) -> Path | None:
@@ -406,7 +406,7 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 
 def source_closure(modules: tuple[str, ...], root: str | os.PathLike | None = None) -> dict[str, Path]:
-    """Every module of ``numerics``/``theory`` that importing ``modules`` can execute, with its file.
+    """Every module of this project (``SOURCE_PACKAGES``) that importing ``modules`` can execute, with its file.
 
     Found from the source itself: each file's ``import``/``from … import`` statements (at any
     depth, so imports inside functions count), followed transitively, plus every parent

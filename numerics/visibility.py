@@ -177,6 +177,15 @@ def persistent_response(stack, xbar: torch.Tensor, p: torch.Tensor, deltas) -> t
                             for dl in deltas])
 
 
+def central_response(stack, xbar: torch.Tensor, p: torch.Tensor, delta: float) -> torch.Tensor:
+    """wᵀ(stack(1x̄ᵀ + δp) − stack(1x̄ᵀ − δp))/(2δ): the first-order move of x̄_L measured on the real
+    stack, with O(δ²) truncation and ε‖X_L‖/δ rounding, shape (d,)."""
+    w = persistent_vector(stack)
+    X0 = homogeneous(stack, xbar)
+    with torch.no_grad():
+        return (w @ stack(X0 + delta * p) - w @ stack(X0 - delta * p)) / (2 * delta)
+
+
 def first_order_prediction(stack, xbar: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """Δx̄_L/δ → G_{≤L}(1) pᵀw (generated), G_{≤L}(1) = ∂x̄_L/∂x̄_0 of the reference (column, (d, 1))."""
     G1 = jacrev(lambda x: stack.reference_trajectory(x)[-1])(xbar).detach()

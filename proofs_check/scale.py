@@ -42,7 +42,9 @@ from proofs_check.ledger import CLAIM_IDS, ClaimResult, ControlResult, NumericRe
 SCALE_CLAIMS = ("1.1", "1.2", "2.1", "2.2", "2.3", "2.4", "3.1", "3.2", "4.1", "4.2", "5.1")
 SLOPE_TOL = 0.1           # fitted log-log slopes: ± 0.1, as in the ledger (docs/theory.md §1, §2, §4)
 TAU = 0.5                 # Claim 3.1's tolerance τ
-DELTA = 1e-3              # inhomogeneity / violation amplitude of the first-order controls
+#: inhomogeneity / violation amplitude δ of the first-order controls, per dtype: the departure e(δ) must
+#: dwarf the rounding tolerance (float32: γ ≈ 1e-5 at the toy size) while the O(δ) second-order term stays small
+DELTAS = {"float64": 1e-3, "float32": 1e-2}
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)   # contractive stacks (Claim 5.1)
 
 NO_SCALE_FORM = {
@@ -82,6 +84,7 @@ class ScaleRun:
         self.tdtype = DTYPES[self.dtype]
         T, d, L = self.spec.T, self.spec.d, self.spec.layers
         self.gamma = mf.rounding_tolerance(T, d, L, self.tdtype)
+        self.delta = DELTAS[self.dtype]
 
     def size(self) -> dict:
         s = self.spec
@@ -232,16 +235,21 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
     slope = fitted_slope(list(depths), errs)
     # control: i.i.d. untied weights (no path), drawn layer by layer exactly as random_stack draws them:
     # ‖x̄_L − x̄_0‖ ∝ L^(−1/2)
+    # (mean over seeds: 4 at small width, 1 at d ≥ 256, where the drift of d coordinates concentrates)
+    seeds = [s.seed + 11 + i for i in range(4 if s.d < 256 else 1)]
     drift = []
     for L in depths:
-        cfg = StackConfig(T=1, d=s.d, layers=L, heads=s.heads, kernel="causal", seed=s.seed + 11)
-        layer = Layer(cfg, path_stack.layers[0].attn.bias).to(torch.float64)
-        gen = torch.Generator().manual_seed(cfg.seed)
-        x = x0
-        with torch.no_grad():
-            for _ in range(L):
-                x = torch.func.functional_call(layer, draw_layer_params(layer, cfg, gen), (x,))
-        drift.append(float(torch.linalg.vector_norm(x - x0)))
+        total = 0.0
+        for seed in seeds:
+            cfg = StackConfig(T=1, d=s.d, layers=L, heads=s.heads, kernel="causal", seed=seed)
+            layer = Layer(cfg, path_stack.layers[0].attn.bias).to(torch.float64)
+            gen = torch.Generator().manual_seed(seed)
+            x = x0
+            with torch.no_grad():
+                for _ in range(L):
+                    x = torch.func.functional_call(layer, draw_layer_params(layer, cfg, gen), (x,))
+            total += float(torch.linalg.vector_norm(x - x0))
+        drift.append(total / len(seeds))
     islope = fitted_slope(list(depths), drift)
     ok = abs(islope - 0.5) <= SLOPE_TOL and abs(islope - 1) > SLOPE_TOL
     return ClaimResult(
@@ -282,7 +290,7 @@ def _inhomogeneous_control(run: ScaleRun, key: str = "V"):
     """e(δ) = ‖J(1x̄ᵀ + δN)V − J(1x̄ᵀ)V‖/‖J(1x̄ᵀ)V‖ at δ and δ/2 (first order: ratio 2)."""
     base = run.reference_jvps()[key] if key == "V" else None
     e = []
-    for delta in (DELTA, DELTA / 2):
+    for delta in (run.delta, run.delta / 2):
         e.append(float(mf.relative_errors(run.inhomogeneous_jvps(delta)[key][None], base[None])))
     return e
 
@@ -291,10 +299,10 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
     """J(s vᵀ) = s (G(λ) v)ᵀ on 16 representable causal modes, one probe Σ_k s_k v_kᵀ."""
     Vm, lam, S, v = run.mode_probe()
     stack = run.stack()
-    G = stack_blocks(stack, run.xbar(), lam)                        # (16, d, d), generated G_ℓ(λ) products
+    G = stack_blocks(stack, run.xbar(), lam).detach()                        # (16, d, d), generated G_ℓ(λ) products
     terms = torch.einsum("kt,kd->ktd", S, torch.einsum("kij,kj->ki", G, v))
     predicted = terms.sum(0)
-    kappa = float(torch.linalg.matrix_norm(terms).sum() / torch.linalg.matrix_norm(predicted))
+    kappa = float((torch.linalg.matrix_norm(terms).sum() / torch.linalg.matrix_norm(predicted)).detach())
     measured = run.reference_jvps()["mode"]
     err = float(mf.relative_errors(predicted[None], measured[None]))
     tol = kappa * run.gamma
@@ -308,28 +316,28 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
                                       f"in float64; the middle modes' are not): ‖Σ s_k(G(λ_k)v_k)ᵀ − jvp‖/‖jvp‖ = "
                                       f"{err:.2e}, tolerance κ·γ = {kappa:.2f}·{run.gamma:.2e}"),
         control=_control(ok, f"inhomogeneous reference 1x̄ᵀ + δN: the factorised J·V misses the jvp by "
-                             f"{e[0]:.3e} (δ = {DELTA:g}) and {e[1]:.3e} (δ/2), ratio {ratio:.3f} "
+                             f"{e[0]:.3e} (δ = {run.delta:g}) and {e[1]:.3e} (δ/2), ratio {ratio:.3f} "
                              f"(first order: 2 ± {SLOPE_TOL})"))
 
 
 def scale_2_2(run: ScaleRun) -> ClaimResult:
     """Conditions (a) homogeneous reference and (b) token-wise sublayers: residuals linear in the violation."""
     e = _inhomogeneous_control(run)
-    slope_a = _slope(DELTA / 2, e[1], DELTA, e[0])
+    slope_a = _slope(run.delta / 2, e[1], run.delta, e[0])
     stack, xbar, X0 = run.stack(), run.xbar(), run.X0()
     V = run.probe()[0]
     M = shift_mixer(run.spec.T, run.tdtype, run.device)
     base = run.predicted_V()[0]
-    pred = {dl: mf.layered_apply(stack, xbar, V, mixer=M, delta=dl) for dl in (DELTA, DELTA / 2)}
+    pred = {dl: mf.layered_apply(stack, xbar, V, mixer=M, delta=dl) for dl in (run.delta, run.delta / 2)}
     res = {dl: float(mf.relative_errors(base[None], p[None])) for dl, p in pred.items()}
-    slope_b = _slope(DELTA / 2, res[DELTA / 2], DELTA, res[DELTA])
-    mixed = TokenMixedStack(stack, DELTA, M)
+    slope_b = _slope(run.delta / 2, res[run.delta / 2], run.delta, res[run.delta])
+    mixed = TokenMixedStack(stack, run.delta, M)
     measured = mf.stack_jvp(mixed, X0, V[None])[0]
-    match = float(mf.relative_errors(pred[DELTA][None], measured[None]))
+    match = float(mf.relative_errors(pred[run.delta][None], measured[None]))
     tol = run.gamma * float(run.predicted_V()[1])
     res_measured = float(mf.relative_errors(base[None], measured[None]))
     err = max(abs(slope_a - 1) / SLOPE_TOL, abs(slope_b - 1) / SLOPE_TOL, match / tol)
-    ok = res_measured > 100 * tol and abs(res_measured - res[DELTA]) <= tol * (1 + res[DELTA])
+    ok = res_measured > 100 * tol and abs(res_measured - res[run.delta]) <= tol * (1 + res[run.delta])
     return ClaimResult(
         symbolic=[], numeric=_numeric(3, err, 1.0,
                                       f"(a) inhomogeneous reference: residual slope {slope_a:.3f}; (b) token-mixing "
@@ -339,7 +347,7 @@ def scale_2_2(run: ScaleRun) -> ClaimResult:
                                       "commuting across heads is not checked at scale (ALiBi heads have no common "
                                       "frozen kernel to build the prediction from)"),
         control=_control(ok, f"(b) the factorised J·V (conditions assumed) misses the mixed stack's jvp by "
-                             f"{res_measured:.3e}, predicted {res[DELTA]:.3e} (δ = {DELTA:g})"))
+                             f"{res_measured:.3e}, predicted {res[run.delta]:.3e} (δ = {run.delta:g})"))
 
 
 def scale_2_3(run: ScaleRun) -> ClaimResult:
@@ -362,7 +370,7 @@ def scale_2_3(run: ScaleRun) -> ClaimResult:
                                       f"‖Σ_m A^m V K_mᵀ − jvp‖/‖jvp‖ = {err:.2e} (one Gaussian probe), tolerance "
                                       f"κ·γ = {float(kappa):.2f}·{run.gamma:.2e}; normwise ‖Δ‖/(‖J‖₂‖V‖) = {normwise:.2e} "
                                       f"with ‖J‖₂ ≥ {sigma:.4g} (power iteration, 6 steps, last change {change:.1e})"),
-        control=_control(ok, f"inhomogeneous reference: misses the jvp by {e[0]:.3e} (δ = {DELTA:g}), "
+        control=_control(ok, f"inhomogeneous reference: misses the jvp by {e[0]:.3e} (δ = {run.delta:g}), "
                              f"{e[1]:.3e} (δ/2), ratio {ratio:.3f} (first order: 2 ± {SLOPE_TOL})"))
 
 
@@ -371,16 +379,19 @@ def scale_2_4(run: ScaleRun) -> ClaimResult:
     ref = run.reference_jvps()
     scale = float(torch.linalg.matrix_norm(ref["V"]))
     r0 = float(torch.linalg.matrix_norm(ref["qk"])) / scale
-    r = [float(torch.linalg.matrix_norm(run.inhomogeneous_jvps(dl)["qk"])) / scale for dl in (DELTA, DELTA / 2)]
-    slope = _slope(DELTA / 2, r[1], DELTA, r[0])
+    r = [float(torch.linalg.matrix_norm(run.inhomogeneous_jvps(dl)["qk"])) / scale for dl in (run.delta, run.delta / 2)]
+    slope = _slope(run.delta / 2, r[1], run.delta, r[0])
     tol = run.gamma
-    ok = r[1] > 100 * tol and abs(slope - 1) <= SLOPE_TOL
+    # at 1x̄ᵀ + δN the attention matrices move by O(δ) (scores differ across a row), and they act on
+    # value rows that differ by O(δ) (δA·1 = 0 kills the common part): D_θX_L is O(δ²), slope 2
+    ok = r[1] > 100 * tol and abs(slope - 2) <= SLOPE_TOL
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, r0, tol,
                                       f"‖D_(W_Q,W_K) X_L[δθ]‖/‖J·V‖ = {r0:.2e} at 1x̄ᵀ (δθ and V with unit-rms "
                                       f"entries, all {run.spec.layers} layers' W_Q, W_K); tolerance γ = {tol:.2e}"),
-        control=_control(ok, f"at 1x̄ᵀ + δN: {r[0]:.3e} (δ = {DELTA:g}), {r[1]:.3e} (δ/2), slope {slope:.3f} "
-                             f"(predicted: nonzero, linear in δ, slope 1 ± {SLOPE_TOL})"))
+        control=_control(ok, f"at 1x̄ᵀ + δN: {r[0]:.3e} (δ = {run.delta:g}), {r[1]:.3e} (δ/2), slope {slope:.3f} "
+                             f"(predicted: nonzero, O(δ) attention change times O(δ) value spread, slope "
+                             f"2 ± {SLOPE_TOL})"))
 
 
 def _saturation_on_sample(stack, xbar, lams):
@@ -430,30 +441,44 @@ def scale_3_1(run: ScaleRun) -> ClaimResult:
 
 
 def scale_3_2(run: ScaleRun) -> ClaimResult:
-    """(a) ΠJ(I − Q) = 0 for the full kernel (jvp on (I − Q)V); causal: ≠ 0, by the predicted amount."""
+    """(a) ΠJ(I − Q) = 0 for the full kernel (jvp on (I − Q)V); causal: ≠ 0, as ΠA(I − Q) ≠ 0 predicts."""
     T, d, P = run.spec.T, run.spec.d, run._block()
     Pi = K.pool_matrix(T, P, run.tdtype, run.device)
     V = run.probe()[0]
     Vperp = V - run._Q() @ V
-    full = run.stack("full-slow")
-    Xf = mf.reference_state(full, run.xbar())
-    jf = run.get("full_jvps", lambda: mf.stack_jvp(full, Xf, torch.stack([Vperp, V])))
-    res_full = float(torch.linalg.matrix_norm(Pi @ jf[0]) / torch.linalg.matrix_norm(Pi @ jf[1]))
+    jf = run.slow_jvps("full-slow")["perp"]
+    res_full = float(torch.linalg.matrix_norm(Pi @ jf) / torch.linalg.matrix_norm(jf))
     tol = run.gamma
-    # causal control: measured by jvp, predicted by the polynomial form, and the operator ratio by power iteration
+    # causal control, matrix-free (the polynomial form, checked against the jvp in 2.3 at this size):
+    # the probe ratio and the operator ratio ‖ΠJ(I−Q)‖₂/‖J‖₂ by power iteration
     act = run.action()
-    measured = float(torch.linalg.matrix_norm(Pi @ run.reference_jvps()["perp"])
-                     / torch.linalg.matrix_norm(Pi @ run.reference_jvps()["V"]))
-    pred_perp, kappa = act.apply(Vperp[None])
-    predicted = float(torch.linalg.matrix_norm(Pi @ pred_perp[0]) / torch.linalg.matrix_norm(Pi @ run.predicted_V()[0]))
-    ok = measured > 1e-3 and abs(measured - predicted) <= float(kappa) * run.gamma * (1 + predicted) * 10
+    Q = run._Q()
+    pred_perp = act(Vperp[None])[0]
+    probe_ratio = float(torch.linalg.matrix_norm(Pi @ pred_perp) / torch.linalg.matrix_norm(pred_perp))
+    Lift = K.lift_matrix(T, P, run.tdtype, run.device)
+
+    def M(x):
+        return Pi @ act(x - Q @ x)
+
+    def Mt(y):
+        z = act(Pi.mT @ y, transpose=True)
+        return z - Q.mT @ z
+
+    sigma_M, ch_M = mf.operator_norm(M, Mt, (T, d), iters=6, seed=run.seed + 3, dtype=run.tdtype, device=run.device)
+    sigma_J, ch_J = run.get("norm_J", lambda: mf.operator_norm(act, lambda y: act(y, transpose=True), (T, d), iters=6,
+                                                               seed=run.seed, dtype=run.tdtype, device=run.device))
+    # Π has norm 1/√P on block-constant states: compare ‖ΠJ(I−Q)‖ with ‖ΠJ‖ ≈ ‖J‖/√P
+    op_ratio = sigma_M * math.sqrt(P) / sigma_J
+    del Lift
+    ok = probe_ratio > 1e-3 and op_ratio > 1e-3
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, res_full, tol,
                                       f"full kernel, P = {P} (n = {T // P} blocks), slow path at gate 0: "
-                                      f"‖ΠJ(I−Q)V‖/‖ΠJV‖ = {res_full:.2e} by jvp (one probe); tolerance γ = {tol:.2e}. "
+                                      f"‖ΠJ(I−Q)V‖/‖J(I−Q)V‖ = {res_full:.2e} by jvp (one probe); tolerance γ = {tol:.2e}. "
                                       "(b) (J ≈ QJQ past ℓ*) is not evaluated at scale"),
-        control=_control(ok, f"causal kernel: ‖ΠJ(I−Q)V‖/‖ΠJV‖ = {measured:.4f} by jvp, {predicted:.4f} predicted by "
-                             f"Σ_m ΠA^m(I−Q)V K_mᵀ (ΠA(I − Q) ≠ 0)"))
+        control=_control(ok, f"causal kernel (ΠA(I − Q) ≠ 0): ‖ΠJ(I−Q)V‖/‖J(I−Q)V‖ = {probe_ratio:.4f} on the probe, "
+                             f"√P‖ΠJ(I−Q)‖₂/‖J‖₂ ≈ {op_ratio:.4f} by power iteration (6 steps, last changes "
+                             f"{ch_M:.1e}, {ch_J:.1e}); both O(0.1), not rounding"))
 
 
 def scale_4_1(run: ScaleRun) -> ClaimResult:
@@ -475,20 +500,10 @@ def scale_4_1(run: ScaleRun) -> ClaimResult:
                              f"(predicted 1 ± {SLOPE_TOL})"))
 
 
-def scale_4_2(run: ScaleRun) -> ClaimResult:
-    """∂x̄_L/∂g ≠ 0 at g = 0 (full kernel): jvp in a random gate direction vs the generated prediction."""
-    st = run.stack("full-slow")
-    xbar = run.xbar()
+def _gate_prediction(st, xbar, gam, w):
+    """h (wᵀs) D_ℓ W_slowᵀ LN₁(x̄_ℓ) summed with weights γ_ℓ, D_ℓ = G_{>ℓ}(1)(I + C_ℓ), from the generated
+    blocks G_ℓ(1) and C_ℓ and the generated ``gate_sensitivity`` (Claim 4.2)."""
     cfg = st.config
-    L = cfg.layers
-    X0 = mf.reference_state(st, xbar)
-    g = torch.Generator().manual_seed(run.seed + 13)
-    gamma_dir = torch.randn(L, generator=g, dtype=torch.float64).to(run.tdtype).to(run.device)
-    tangents = {f"layers.{i}.gate": gamma_dir[i].reshape(1) for i in range(L)}
-    out = mf.stack_jvp(st, X0, None, param_tangents=tangents)[0]
-    w = nv.persistent_vector(st)
-    measured = w @ out
-    # prediction: h (wᵀs) D_ℓ W_slowᵀ LN₁(x̄_ℓ), D_ℓ = G_{>ℓ}(1)(I + C_ℓ), from the generated blocks
     with torch.no_grad():
         G1 = layer_blocks(st, xbar, torch.ones(1, dtype=xbar.dtype, device=xbar.device))[0]
         _, C = layer_B_C(st, xbar)
@@ -498,29 +513,40 @@ def scale_4_2(run: ScaleRun) -> ClaimResult:
         shift = K.block_shift_matrix(cfg.T // cfg.P, xbar.dtype, xbar.device)
         s = gen_vis.injection_pattern(lift, shift)
         h = torch.tensor(st.h, dtype=xbar.dtype, device=xbar.device)
-        later, pred, first = eye, torch.zeros_like(xbar), torch.zeros_like(xbar)
-        e1 = torch.zeros(cfg.T, 1, dtype=xbar.dtype, device=xbar.device)
-        e1[0] = 1
-        for ell in range(L - 1, -1, -1):
+        later, pred = eye, torch.zeros_like(xbar)
+        for ell in range(cfg.layers - 1, -1, -1):
             D = later @ (eye + C[ell])
             z = st.layers[ell].ln1(traj[ell])[:, None]
             W = st.layers[ell].slow.attn.value_output()
-            pred = pred + gamma_dir[ell] * gen_vis.gate_sensitivity(h, D, W, z, w[:, None], s)[:, 0]
-            first = first + gamma_dir[ell] * gen_vis.gate_sensitivity(h, D, W, z, e1, s)[:, 0]
+            pred = pred + gam[ell] * gen_vis.gate_sensitivity(h, D, W, z, w[:, None], s)[:, 0]
             later = later @ G1[ell]
+    return pred
+
+
+def scale_4_2(run: ScaleRun) -> ClaimResult:
+    """∂x̄_L/∂g ≠ 0 at g = 0 (full kernel): jvp in a random gate direction vs the generated prediction;
+    causal kernel (w = e₁, block 0 receives nothing): predicted exactly 0."""
+    xbar, gam = run.xbar(), run.gate_direction()
+    st = run.stack("full-slow")
+    w = nv.persistent_vector(st)
+    measured = w @ run.slow_jvps("full-slow")["gate"]
+    pred = _gate_prediction(st, xbar, gam, w)
     err = float(torch.linalg.vector_norm(measured - pred) / torch.linalg.vector_norm(pred))
-    tol = run.gamma * 10
-    first_measured = float(torch.linalg.vector_norm(out[0]) / torch.linalg.vector_norm(measured))
-    ok = float(torch.linalg.vector_norm(first)) == 0.0 and first_measured <= tol
+    tol = run.gamma * 10   # the prediction's D_ℓ is a product of ≤ L d×d matrices: 10γ
+    sc = run.stack("causal-slow")
+    wc = nv.persistent_vector(sc)
+    measured_c = float(torch.linalg.vector_norm(wc @ run.slow_jvps("causal-slow")["gate"]))
+    pred_c = float(torch.linalg.vector_norm(_gate_prediction(sc, xbar, gam, wc)))
+    rel_c = measured_c / float(torch.linalg.vector_norm(measured))
+    ok = pred_c == 0.0 and rel_c <= tol
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, err, tol,
-                                      f"full kernel, P = {cfg.P}: ‖∂x̄_L/∂g·γ‖ = {float(measured.norm()):.3e} (≠ 0) by "
-                                      f"jvp in a random gate direction γ over all {L} layers; relative error of the "
-                                      f"generated prediction {err:.2e} (tolerance 10γ = {tol:.2e}). The slow weights' "
-                                      "full rank at g ≠ 0 is not checked at scale (d vjps)"),
-        control=_control(ok, f"the first token's output (block 0 receives nothing through the one-block shift, "
-                             f"e₁ᵀs = 0): predicted exactly 0, measured ‖∂X_L[0]/∂g·γ‖/‖∂x̄_L/∂g·γ‖ = "
-                             f"{first_measured:.2e}"))
+                                      f"full kernel, P = {st.config.P}: ‖∂x̄_L/∂g·γ‖ = {float(measured.norm()):.3e} "
+                                      f"(≠ 0) by jvp in a random gate direction γ over all {st.config.layers} layers; "
+                                      f"relative error of the generated prediction {err:.2e} (tolerance 10γ = {tol:.2e}). "
+                                      "The slow weights' full rank at g ≠ 0 is not checked at scale (it needs d vjps)"),
+        control=_control(ok, f"causal kernel (w = e₁, wᵀs = 0): predicted {pred_c:.1e}, measured "
+                             f"‖∂x̄_L/∂g·γ‖ = {measured_c:.2e} ({rel_c:.1e} of the full kernel's): invisible"))
 
 
 def scale_5_1(run: ScaleRun) -> ClaimResult:

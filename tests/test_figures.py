@@ -48,6 +48,7 @@ def drawn(tmp_path_factory):
 
     def record(fig, *args, **kwargs):
         fig.canvas.draw()
+        fig.test_renderer = fig.canvas.get_renderer()  # pyplot.close swaps the canvas afterwards
         if fig not in saved.setdefault(current[0], []):
             saved[current[0]].append(fig)
 
@@ -120,7 +121,7 @@ def test_axes_are_labelled_and_ticks_sensible(drawn, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_legends_print_no_noise_and_cover_no_data(drawn, name):
     for fig in drawn[name]:
-        renderer = fig.canvas.get_renderer()
+        renderer = fig.test_renderer
         for ax in fig.axes:
             legend = ax.get_legend()
             if legend is None:

@@ -13,7 +13,9 @@ the global Euler error is e(1) = h C + O(h²) with, from the variational equatio
 For the stack itself the error constant follows from the split layer's local defect: with
 F = f₁ + g, f₁ = −αX + Attn(X), g = MLP∘LN₂, one layer minus the exact flow over [t, t + h] is
 h² D + O(h³), D = g′f₁ − ½(∂_t F + F′F) (``prove_split_step_defect``), so
-X_L − X(1) = h E(1) + O(h²) with E′ = F′(t, X(t)) E + D(t, X(t)), E(0) = 0.
+X_L − X(1) = h E(1) + O(h²) with E′ = F′(t, X(t)) E + D(t, X(t)), E(0) = 0.  Along the solution
+½(∂_t F + F′F) = ½ dF/dt, so Ẽ = E + F/2 solves Ẽ′ = F′Ẽ + D̃, D̃ = g′f₁ − ½F′F, Ẽ(0) = F(0, X₀)/2,
+and C = E(1) = Ẽ(1) − F(1, X(1))/2 needs no time derivative (``prove_shifted_variational``).
 
 Claim 1.2.  The Jacobian of the stack is the depth-ordered product J_{L−1} ⋯ J_0 of the
 layer Jacobians at the visited states (chain rule; checked against autograd).
@@ -62,15 +64,39 @@ def generated_functions():
                     doc="x(1) = x₀ exp(∫₀¹ a) for x′ = a(t) x."),
         GenFunction("euler_error_constant", (a0, a1, x0), error_constant(), claim="1.1",
                     doc="C with x_L − x(1) = C/L + O(1/L²) for explicit Euler on x′ = a(t) x."),
-        GenFunction("split_step_defect", (gf1, Ft, FF), split_step_defect(), claim="1.1",
-                    doc="D = g′f₁ − ½(∂_t F + F′F): the h² coefficient of one split layer minus the exact "
-                        "flow (gf1 = g′f₁, Ft = ∂_t F, FF = F′F)."),
+        GenFunction("shifted_defect", (gf1, FF), shifted_defect(), claim="1.1",
+                    doc="D̃ = g′f₁ − ½F′F: the source of Ẽ′ = F′Ẽ + D̃, Ẽ = E + F/2, whose value at t = 1 "
+                        "gives the stack's error constant C = Ẽ(1) − F(1, X(1))/2 (gf1 = g′f₁, FF = F′F)."),
     ]
 
 
 def split_step_defect():
     """D = g′f₁ − ½(∂_t F + F′F) in the placeholders gf1 = g′f₁, Ft = ∂_t F, FF = F′F."""
     return gf1 - (Ft + FF) / 2
+
+
+def shifted_defect():
+    """D̃ = D + ½ ∂_t F: the split-step defect without its time derivative (placeholders gf1, FF)."""
+    return sp.expand(split_step_defect() + Ft / 2)
+
+
+def prove_shifted_variational():
+    """If X′ = F(t, X) and E′ = F_x E + D, then Ẽ = E + F(t, X)/2 solves Ẽ′ = F_x Ẽ + D̃ (generic scalar
+    f₁, g, so the identity holds componentwise for the directional derivatives of the stack)."""
+    f1, g = Function("f1"), Function("g")
+    xx, E = Symbol("x", real=True), Symbol("E", real=True)
+
+    def F(tt, xv):
+        return f1(tt, xv) + g(tt, xv)
+
+    Ft_, Fx_ = sp.diff(F(t, xx), t), sp.diff(F(t, xx), xx)
+    subs = {gf1: sp.diff(g(t, xx), xx) * f1(t, xx), Ft: Ft_, FF: Fx_ * F(t, xx)}
+    D, Dt = split_step_defect().subs(subs), shifted_defect().subs(subs)
+    # d/dt along X′ = F, E′ = F_x E + D:  d/dt (E + F(t, X)/2) = E′ + (F_t + F_x X′)/2
+    dEt = Fx_ * E + D + (Ft_ + Fx_ * F(t, xx)) / 2
+    ok = sp.simplify(dEt - Fx_ * (E + F(t, xx) / 2) - Dt) == 0
+    return [("Ẽ = E + F/2 solves Ẽ′ = F_x Ẽ + g_x f₁ − ½F_x F", bool(ok), "simplify",
+             "chain rule along X′ = F for generic non-autonomous f₁, g")]
 
 
 def prove_split_step_defect():

@@ -35,6 +35,8 @@ DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
 SLOPE_TOL = 0.1        # docs/theory.md §4: slope 2 ± 0.1 (and 1 ± 0.1 for the control)
 QK_TOL = 1e-13         # softmax row sums carry ≤ T·ε rounding; × ‖∂‖ ≤ 10: 8·2.2e-16·10 ≈ 2e-14
 FIRST_ORDER_TOL = 1e-2  # |Δ/δ − G(1)pᵀw| / |G(1)pᵀw| = O(δ) at δ = 1e-4, with a constant ≤ 100
+CENTRAL_DELTA = 1e-4
+CENTRAL_TOL = 1e-6     # central difference at δ = 1e-4: O(δ²) = 1e-8 × a constant ≤ 100, rounding ε/δ ≈ 2e-12
 GATE_TOL = 1e-12       # autograd vs generated ∂x̄_L/∂g: a depth-L chain of d×d Jacobians, ≤ 1e-14, ×100
 VISIBLE_MIN = 1e-6     # a visible derivative is ≥ 1e-6 relative (the invisible ones are ≤ 1e-12)
 
@@ -68,7 +70,7 @@ def evaluate_4_1(spec, ctx) -> Verdict:
 
     ``measured``: ``qk_jacobian_rel``, ``decaying_slope`` (None when the response is exactly 0),
     ``decaying_response_max``, ``mean_carrying_slope``, ``first_order_response`` (‖Δx̄_L‖/δ at δ = 1e-4),
-    ``visible_dim``, ``invisible_dim``, ``gap``; ``predicted``: ``qk_jacobian_rel`` (0),
+    ``central_difference_rel_err``, ``visible_dim``, ``invisible_dim``, ``gap``; ``predicted``: ``qk_jacobian_rel`` (0),
     ``decaying_slope`` (2, or None with ``decaying_response_max`` 0 when w = e₁), ``mean_carrying_slope``
     (1), ``first_order_response`` (‖G_{≤L}(1)pᵀw‖).
     """
@@ -88,14 +90,18 @@ def evaluate_4_1(spec, ctx) -> Verdict:
     mean = nv.persistent_response(st, xbar, p_mean, DELTAS)
     pred = float(torch.linalg.vector_norm(nv.first_order_prediction(st, xbar, p_mean)))
     first = abs(float(mean[0]) / float(DELTAS[0]) - pred) / pred
+    central = nv.central_response(st, xbar, p_mean, CENTRAL_DELTA)
+    central_err = float(torch.linalg.vector_norm(central - nv.first_order_prediction(st, xbar, p_mean)[:, 0])) / pred
     mean_slope = nv.fit_slope(DELTAS, mean)
     w = nv.persistent_vector(st)
     sink = bool((w[1:] == 0).all())           # w = e₁ exactly: the decaying offset cannot reach x̄_L
     errors = {"W_Q/W_K / σ₁ / tol": qk / QK_TOL, "first-order mismatch / tol": first / FIRST_ORDER_TOL,
+              "central difference vs G(1)pᵀw / tol": central_err / CENTRAL_TOL,
               "mean-carrying |slope − 1| / tol": abs(mean_slope - 1) / SLOPE_TOL}
     measured = {"qk_jacobian_rel": qk, "decaying_response_max": float(dec.max()), "mean_carrying_slope": mean_slope,
                 "first_order_response": float(mean[0]) / float(DELTAS[0]), "visible_dim": vis.visible_dim,
-                "invisible_dim": vis.invisible_dim, "gap": vis.gap, "first_order_rel_err": first}
+                "invisible_dim": vis.invisible_dim, "gap": vis.gap, "first_order_rel_err": first,
+                "central_difference_rel_err": central_err}
     predicted = {"qk_jacobian_rel": 0.0, "mean_carrying_slope": 1.0, "first_order_response": pred}
     if sink:
         measured["decaying_slope"], predicted["decaying_slope"] = None, None
@@ -165,7 +171,8 @@ def check_4_1(ctx) -> ClaimResult:
         control_slopes.append(m["mean_carrying_slope"])
         row = {"kernel": spec.kernel, "seed": spec.seed, "W_Q/W_K max |∂|/σ₁": m["qk_jacobian_rel"],
                "visible dim": m["visible_dim"], "invisible dim": m["invisible_dim"], "gap": m["gap"],
-               "mean-carrying slope": round(m["mean_carrying_slope"], 4), "first-order rel. err": m["first_order_rel_err"]}
+               "mean-carrying slope": round(m["mean_carrying_slope"], 4), "first-order rel. err": m["first_order_rel_err"],
+               "central-difference rel. err": m["central_difference_rel_err"]}
         if m["decaying_slope"] is None:
             row["decaying response (max)"] = m["decaying_response_max"]
             causal_max = max(causal_max, m["decaying_response_max"])
@@ -175,7 +182,8 @@ def check_4_1(ctx) -> ClaimResult:
     numeric = NumericResult(
         cases=len(table), max_error=max(errs), tolerance=1.0,
         detail=f"normalised errors (≤ 1 passes): |slope − 2|/{SLOPE_TOL} on decaying offsets (full, block; exactly "
-               f"0 for causal, w = e₁), W_Q/W_K Jacobian/σ₁ / {QK_TOL:g}, first-order mismatch / {FIRST_ORDER_TOL:g}",
+               f"0 for causal, w = e₁), W_Q/W_K Jacobian/σ₁ / {QK_TOL:g}, first-order mismatch / {FIRST_ORDER_TOL:g}, "
+               f"central difference at δ = {CENTRAL_DELTA:g} vs the generated G_{{≤L}}(1)pᵀw / {CENTRAL_TOL:g}",
         table=table)
     ok = bool(control_slopes) and all(abs(s - 1) <= SLOPE_TOL for s in control_slopes)
     control = ControlResult("fails-as-predicted" if ok else "did-not-fail",

@@ -13,8 +13,10 @@ read alike; a boundary value between two grid values is placed by linear interpo
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -33,6 +35,31 @@ def _positions(values: list, target: float) -> float | None:
         return None
     order = np.argsort(xs)
     return float(np.interp(target, xs[order], np.arange(len(xs))[order]))
+
+
+def column(df, expr: str):
+    """The values of ``expr`` over ``df``'s rows as floats: a column ``name``, an entry ``name[i]`` of a
+    column of JSON lists (e.g. ``measured_two_sided[-1]``, the last depth), or a quotient ``a / b``."""
+    import pandas as pd
+
+    if " / " in expr:
+        num, den = (column(df, part.strip()) for part in expr.split(" / ", 1))
+        return num / den
+    match = re.fullmatch(r"(\w+)\[(-?\d+)\]", expr)
+    if match:
+        name, index = match.group(1), int(match.group(2))
+
+        def pick(text):
+            values = json.loads(text) if isinstance(text, str) else None
+            return values[index] if isinstance(values, list) and -len(values) <= index < len(values) else None
+
+        return pd.to_numeric(df[name].map(pick), errors="coerce").astype(float)
+    return pd.to_numeric(df[expr], errors="coerce").astype(float)
+
+
+def columns_of(expr: str) -> list[str]:
+    """The stored columns an expression of :func:`column` reads."""
+    return [re.sub(r"\[-?\d+\]$", "", part.strip()) for part in expr.split(" / ")]
 
 
 def _aggregate(series, how: str) -> float:
@@ -77,7 +104,8 @@ def render(spec, df, out: str | os.PathLike) -> list[Path]:
         keys = {t.key for t in sweep_tasks(spec, sweep)}
         rows = df[df["row_key"].isin(keys)]
         for k, fig in enumerate(sweep.figures):
-            missing = [c for c in (fig.value, fig.boundary, fig.contour) if c and c not in rows.columns]
+            needed = [c for e in (fig.value, fig.boundary, fig.contour) if e for c in columns_of(e)]
+            missing = [c for c in needed if c not in rows.columns]
             if missing:
                 raise ValueError(f"{sweep.where}.figure[{k}]: no column {missing[0]!r} in the results "
                                  f"(columns: {', '.join(c for c in rows.columns if c.startswith(('measured_', 'predicted_', 'error')))})")
@@ -85,8 +113,10 @@ def render(spec, df, out: str | os.PathLike) -> list[Path]:
             ncols = min(3, len(slices))
             nrows = math.ceil(len(slices) / ncols)
             figure, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.8 * nrows), squeeze=False)
+            values = column(rows, fig.value).replace([np.inf, -np.inf], np.nan)
+            limits = (values.min(), values.max()) if values.notna().any() else (None, None)
             for ax, (where, part) in zip(axes.flat, slices):
-                _panel(ax, part, sweep, fig, where)
+                _panel(ax, part, sweep, fig, where, limits)
             for ax in list(axes.flat)[len(slices):]:
                 ax.set_visible(False)
             figure.suptitle(f"claim {sweep.claim}: {fig.label or fig.value} over ({fig.x}, {fig.y})")
@@ -98,9 +128,12 @@ def render(spec, df, out: str | os.PathLike) -> list[Path]:
     return written
 
 
-def _panel(ax, part, sweep, fig, where: dict) -> None:
+def _panel(ax, part, sweep, fig, where: dict, limits: tuple) -> None:
     from matplotlib.patches import Rectangle
 
+    part = part.assign(_value=column(part, fig.value),
+                       _contour=column(part, fig.contour) if fig.contour else math.nan,
+                       _boundary=column(part, fig.boundary) + fig.boundary_shift if fig.boundary else math.nan)
     xs, ys = list(sweep.axes[fig.x]), list(sweep.axes[fig.y])
     grid = np.full((len(ys), len(xs)), math.nan)
     fails = np.zeros_like(grid, dtype=bool)
@@ -109,11 +142,11 @@ def _panel(ax, part, sweep, fig, where: dict) -> None:
         cell = part[(part[fig.x] == x) & (part[fig.y] == y)]
         if cell.empty:
             continue
-        grid[i, j] = _aggregate(cell[fig.value], fig.aggregate)
+        grid[i, j] = _aggregate(cell["_value"], fig.aggregate)
         fails[i, j] = (cell["verdict"] == "fails").any()
         na[i, j] = (cell["verdict"] == "n/a").all()
     mesh = ax.pcolormesh(np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5,
-                         np.ma.masked_invalid(grid), cmap="viridis", shading="flat")
+                         np.ma.masked_invalid(grid), cmap="viridis", shading="flat", vmin=limits[0], vmax=limits[1])
     ax.figure.colorbar(mesh, ax=ax, label=fig.label or fig.value)
     fi, fj = np.nonzero(fails)
     if len(fi):
@@ -121,7 +154,8 @@ def _panel(ax, part, sweep, fig, where: dict) -> None:
     ni, nj = np.nonzero(na)
     for i, j in zip(ni, nj):
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="grey", lw=0))
-    label = fig.boundary_label or "theory"
+    label = fig.boundary_label or f"theory: {fig.boundary or fig.contour}" + (
+        f" = {fig.level:g}" if fig.contour else "")
     if fig.boundary:
         _boundary_curve(ax, part, fig, xs, ys, label)
     elif fig.contour:
@@ -129,11 +163,11 @@ def _panel(ax, part, sweep, fig, where: dict) -> None:
         for (i, y), (j, x) in itertools.product(enumerate(ys), enumerate(xs)):
             cell = part[(part[fig.x] == x) & (part[fig.y] == y)]
             if not cell.empty:
-                level_grid[i, j] = _aggregate(cell[fig.contour], fig.aggregate)
+                level_grid[i, j] = _aggregate(cell["_contour"], fig.aggregate)
         if np.isfinite(level_grid).sum() >= 4 and np.nanmin(level_grid) < fig.level < np.nanmax(level_grid):
             ax.contour(np.arange(len(xs)), np.arange(len(ys)), level_grid, levels=[fig.level],
                        colors="white", linewidths=2)
-            ax.plot([], [], color="white", lw=2, label=f"{label}: {fig.contour} = {fig.level:g}")
+            ax.plot([], [], color="white", lw=2, label=label)
     ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
     ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
     ax.set_xlabel(fig.x)
@@ -149,10 +183,10 @@ def _boundary_curve(ax, part, fig, xs, ys, label: str) -> None:
     across_name = fig.y if fig.boundary_axis == "x" else fig.x
     pts = []
     for k, value in enumerate(across):
-        pred = _aggregate(part[part[across_name] == value][fig.boundary], "median")
+        pred = _aggregate(part[part[across_name] == value]["_boundary"], "median")
         pos = _positions(along, pred) if math.isfinite(pred) else None
         if pos is not None:
             pts.append((pos, k) if fig.boundary_axis == "x" else (k, pos))
     if pts:
         px, py = zip(*pts)
-        ax.plot(px, py, color="white", lw=2, marker="o", ms=4, label=f"{label} ({fig.boundary})")
+        ax.plot(px, py, color="white", lw=2, marker="o", ms=4, label=label)

@@ -45,8 +45,8 @@ AXES = SIZE_AXES + KNOBS
 SWEEP_KEYS = ("claim", "seeds", "first_seed", "scale", "arch_options", "figure")
 TOP_KEYS = ("name", "description", "profile", "batch", "sweep")
 PROFILES = ("ci", "thorough")
-FIGURE_KEYS = ("x", "y", "value", "boundary", "boundary_axis", "contour", "level", "label", "boundary_label",
-               "aggregate")
+FIGURE_KEYS = ("x", "y", "value", "boundary", "boundary_axis", "boundary_shift", "contour", "level", "label",
+               "boundary_label", "aggregate")
 
 FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
 INT_AXES = ("T", "P", "d", "layers", "heads", "mlp_ratio", "block_size")
@@ -62,8 +62,10 @@ class Figure:
     """One phase diagram: ``value`` over (``x``, ``y``) per slice of the sweep's other axes.
 
     The theory's boundary is either ``boundary`` (a column giving, for each y, the predicted x
-    at which the verdict flips; ``boundary_axis = "y"`` swaps the roles) or ``contour`` (a
-    column whose level set at ``level`` is the predicted boundary).
+    at which the verdict flips, plus ``boundary_shift``; ``boundary_axis = "y"`` swaps the roles)
+    or ``contour`` (a column whose level set at ``level`` is the predicted boundary).  ``value``,
+    ``boundary`` and ``contour`` name a column, an entry of a JSON-list column (``name[-1]``) or a
+    quotient ``a / b`` (``proofs_check.sweep.figures.column``).
     """
 
     x: str
@@ -71,6 +73,7 @@ class Figure:
     value: str = "error_ratio"
     boundary: str | None = None
     boundary_axis: str = "x"
+    boundary_shift: float = 0.0
     contour: str | None = None
     level: float = 1.0
     label: str | None = None
@@ -312,6 +315,10 @@ def _parse_figure(where: str, table: dict, axes: dict) -> Figure:
         raise SpecError(f"{where}.contour: give boundary or contour, not both")
     if table.get("aggregate", "median") not in ("median", "mean", "max", "min"):
         raise SpecError(f"{where}.aggregate={table['aggregate']!r} must be median, mean, max or min")
-    if "level" in table and (isinstance(table["level"], bool) or not isinstance(table["level"], (int, float))):
-        raise SpecError(f"{where}.level={table['level']!r} must be a number")
-    return Figure(**{k: (float(v) if k == "level" else v) for k, v in table.items()})
+    for key in ("level", "boundary_shift"):
+        if key in table and (isinstance(table[key], bool) or not isinstance(table[key], (int, float))):
+            raise SpecError(f"{where}.{key}={table[key]!r} must be a number")
+    for key in ("value", "boundary", "contour", "label", "boundary_label"):
+        if key in table and not isinstance(table[key], str):
+            raise SpecError(f"{where}.{key}={table[key]!r} must be a string")
+    return Figure(**{k: (float(v) if k in ("level", "boundary_shift") else v) for k, v in table.items()})

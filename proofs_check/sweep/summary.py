@@ -1,9 +1,10 @@
 """Per claim: how often it holds over a sweep, with a Wilson interval, and its worst case.
 
-The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing.  Its 95 %
+The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing, and a
+*conditional* row is one where the claim's extra hypothesis is false (it is counted, not held).  Its 95 %
 interval is Wilson's score interval (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
 which stays inside [0, 1] and is honest at fractions near 0 or 1.  The worst case is the row with the
-largest error / tolerance (a *fails* row first), with the ``fastslow simulate`` command that rebuilds
+largest error / tolerance (a *fails* row first, then a *conditional* one), with the ``fastslow simulate`` command that rebuilds
 its stack from its seed.
 """
 
@@ -15,6 +16,7 @@ import math
 from proofs_check.sweep.grid import knob_defaults
 
 CONFIDENCE = 0.95
+RANK = {"fails": 2, "conditional": 1, "holds": 0}  # the worst case: fails, then conditional, then the largest error
 #: random_stack knobs that ``fastslow simulate`` takes as options (knob -> flag).
 SIMULATE_FLAGS = {"gate": "--gate", "value_scale": "--value-scale", "decay": "--decay", "ln_gain": "--ln-gain",
                   "weight_scale": "--weight-scale", "slow_kernel": "--slow-kernel"}
@@ -59,11 +61,11 @@ def summarise(df) -> dict:
                  "fraction_holds": holds / applicable if applicable else None,
                  "wilson_95": [low, high] if applicable else None, "worst": None}
         ranked = rows[rows["verdict"] != "n/a"].assign(
-            _fails=lambda r: (r["verdict"] == "fails").astype(int),
+            _rank=lambda r: r["verdict"].map(RANK),
             _ratio=lambda r: r["error_ratio"].fillna(-math.inf))
         if len(ranked):
-            worst = ranked.sort_values(["_fails", "_ratio"], ascending=False).iloc[0]
-            row = {k: (None if _missing(v) else v) for k, v in worst.drop(["_fails", "_ratio"]).items()}
+            worst = ranked.sort_values(["_rank", "_ratio"], ascending=False).iloc[0]
+            row = {k: (None if _missing(v) else v) for k, v in worst.drop(["_rank", "_ratio"]).items()}
             entry["worst"] = {"verdict": row["verdict"], "error_ratio": row["error_ratio"],
                               "error": row["error"], "tolerance": row["tolerance"], "seed": int(row["seed"]),
                               "reason": row["reason"], "arch": row["arch"], "point": json.loads(row["point"]),
@@ -74,13 +76,14 @@ def summarise(df) -> dict:
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"{'claim':6s} {'rows':>6s} {'holds':>6s} {'fails':>6s} {'n/a':>5s}  fraction holds [95% Wilson]"]
+    lines = [f"{'claim':6s} {'rows':>6s} {'holds':>6s} {'cond.':>6s} {'fails':>6s} {'n/a':>5s}  "
+             "fraction holds [95% Wilson]"]
     for claim, e in summary.items():
         c = e["counts"]
         frac = ("—" if e["fraction_holds"] is None else
                 f"{e['fraction_holds']:.4f} [{e['wilson_95'][0]:.4f}, {e['wilson_95'][1]:.4f}]")
-        lines.append(f"{claim:6s} {e['rows']:6d} {c.get('holds', 0):6d} {c.get('fails', 0):6d} "
-                     f"{c.get('n/a', 0):5d}  {frac}")
+        lines.append(f"{claim:6s} {e['rows']:6d} {c.get('holds', 0):6d} {c.get('conditional', 0):6d} "
+                     f"{c.get('fails', 0):6d} {c.get('n/a', 0):5d}  {frac}")
         w = e["worst"]
         if w is not None:
             ratio = "—" if w["error_ratio"] is None else f"{w['error_ratio']:.3g}"

@@ -1,0 +1,71 @@
+"""``fastslow check --scale``: the claims' matrix-free scale forms (proofs_check.scale)."""
+
+import json
+
+import pytest
+import torch
+
+from numerics import matrix_free as mf
+from numerics.presets import PRESET_NAMES, SIZES, preset
+from proofs_check import scale
+from proofs_check.cli import main
+from proofs_check.ledger import CLAIM_IDS
+
+
+def test_check_scale_ci_verifies_every_scale_claim(tmp_path, capsys):
+    """The reduced preset (T = 256, d = 64, L = 6): every scale form verified, its control failing as
+    predicted; the claims with no scale form skipped with their reason; size and error recorded."""
+    out = tmp_path / "scale.json"
+    assert main(["check", "--scale", "ci", "--json", str(out), "--no-progress"]) == 0
+    ledger = json.loads(out.read_text())
+    by_id = {c["id"]: c for c in ledger["claims"]}
+    assert set(by_id) == set(CLAIM_IDS)
+    for cid in scale.SCALE_CLAIMS:
+        c = by_id[cid]
+        assert c["status"] == "verified", (cid, c.get("detail"), c.get("numeric"), c.get("control"))
+        assert c["control"]["status"] == "fails-as-predicted"
+        assert c["numeric"]["max_error"] <= c["numeric"]["tolerance"]
+        assert (c["size"]["T"], c["size"]["d"], c["size"]["layers"]) == (256, 64, 6)
+        assert c["seconds"] >= 0 and c["peak_rss_gib"] > 0
+    for cid in set(CLAIM_IDS) - set(scale.SCALE_CLAIMS):
+        assert by_id[cid]["status"] == "skipped" and by_id[cid]["detail"].startswith("no scale form: ")
+    assert ledger["options"]["scale"] == "ci"
+    assert "peak RSS" in capsys.readouterr().out
+
+
+def test_wrong_polynomial_is_caught_at_scale(monkeypatch):
+    """A check that can fail: a mistake in the coefficients K_m (K_1 off by 1e-6) fails 2.3 at the toy size."""
+    from numerics import factorisation
+
+    real = factorisation.polynomial_coefficients
+
+    def wrong(stack, xbar):
+        K = real(stack, xbar).clone()
+        K[1] = K[1] * (1 + 1e-6)
+        return K
+
+    monkeypatch.setattr(mf, "polynomial_coefficients", wrong)
+    entry = scale.run_scale_claim("2.3", scale.ScaleRun("toy"))
+    assert entry["status"] == "failed"
+    assert entry["numeric"]["max_error"] > 1e3 * entry["numeric"]["tolerance"]
+
+
+def test_presets_and_bad_input(capsys):
+    assert PRESET_NAMES == ("toy", "ci", "gpt2-small", "gpt2-medium", "gpt2-large")
+    assert SIZES["gpt2-small"] == (1024, 768, 12, 12)
+    spec = preset("gpt2-medium", dtype="float32")
+    assert (spec.T, spec.d, spec.layers, spec.heads, spec.dtype, spec.knob("mlp_ratio")) == \
+        (1024, 1024, 24, 16, "float32", 4)
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--scale", "gpt3"])
+    assert exc.value.code == 2 and "--scale 'gpt3' is not a preset" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="dtype"):
+        preset("toy", dtype="float16")
+
+
+def test_float32_toy_has_its_own_tolerance():
+    """float32: the J·V comparisons use u = 2⁻²⁴, so the tolerance is 2²⁹ times float64's."""
+    run = scale.ScaleRun("toy", dtype="float32")
+    assert run.gamma == pytest.approx(mf.rounding_tolerance(6, 4, 3, torch.float64) * 2.0**29)
+    entry = scale.run_scale_claim("2.3", run)
+    assert entry["status"] == "verified", entry
