@@ -1,4 +1,4 @@
-"""Saturation depth and block coarse-graining of the linearised stack (THEORY.md §3, Claims 3.1, 3.2).
+"""Saturation depth and block coarse-graining of the linearised stack (docs/theory.md §3, Claims 3.1, 3.2).
 
 Mode products.  At the token-homogeneous reference X_ℓ = 1x̄_ℓᵀ the layer Jacobian is
 J_ℓ = Σ_m A^m ⊗ K_m (Claim 2.3), so for a right/left eigenvector pair As = λs, uᵀA = λuᵀ,
@@ -104,7 +104,7 @@ class SaturationDepth:
     """Measured saturation depth ℓ*(τ) and the computable bound ⌈log(τ/κ)/log ρ⌉ (Claim 3.1).
 
     ``measured`` is None when r stays above τ at the last layer.  ``bound`` uses the
-    persistent-path ratio ρ̃ (``rho``) and is None when ρ̃ ≥ 1.  ``theory_rho`` is THEORY.md's
+    persistent-path ratio ρ̃ (``rho``) and is None when ρ̃ ≥ 1.  ``theory_rho`` is the paper's
     ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)), which is ≥ 1 for every pre-LN stack (LN₁ kills 1), so
     the bound with it is always vacuous.  A bound ≥ L says nothing inside the stack."""
 
@@ -218,45 +218,60 @@ class DenseModes:
     path_ratios: torch.Tensor       # (L,): ρ̃_ℓ from the per-layer blocks
 
 
+def eigen_pairs(A: torch.Tensor) -> list[tuple[float, torch.Tensor, torch.Tensor]]:
+    """(λ, s, u) per distinct eigenvalue of A, descending, from ``torch.linalg.eig`` of A and of Aᵀ
+    (not from ``kernel_modes``' null spaces): s the first right eigenvector of the group, u the
+    left one of the same λ with the largest |uᵀs|, scaled to uᵀs = 1.
+
+    Then (uᵀ ⊗ I) J (s ⊗ I) = G(λ) for J = Σ_μ P_μ ⊗ G(μ), whichever vectors of a repeated λ are
+    picked (uᵀP_μ s = δ_λμ uᵀs)."""
+    lam_r, S = torch.linalg.eig(A)
+    lam_l, U = torch.linalg.eig(A.mT)
+    lam_r, lam_l, S, U = lam_r.real, lam_l.real, S.real, U.real
+    pairs, seen = [], []
+    for k in torch.argsort(lam_r, descending=True).tolist():
+        lam = float(lam_r[k])
+        if any(abs(lam - v) < EIG_TOL for v in seen):
+            continue
+        seen.append(lam)
+        s = S[:, k]
+        cands = U[:, (lam_l - lam).abs() < EIG_TOL]
+        u = cands[:, int((cands.mT @ s).abs().argmax())]
+        pairs.append((lam, s, u / (u @ s)))
+    return pairs
+
+
 def dense_modes(stack, xbar: torch.Tensor) -> DenseModes:
     """r_ℓ(λ), ‖G_{≤ℓ}(1)‖ and ρ̃_ℓ by a route that shares no code with the mode products: the dense
     layer Jacobians of the real stack by autograd at 1x̄ᵀ (and their products J_{≤ℓ}), cut into
-    blocks (w_kᵀ ⊗ I) J (s_k ⊗ I) with the eigenpairs of ``torch.linalg.eig``
-    (``numerics.jacobians.eigen_blocks``), multiplied and normed with plain torch.
-
-    A repeated λ reports the largest ratio over its eigenvectors (equal in exact arithmetic:
-    the block depends on λ only)."""
-    from numerics.jacobians import eigen_blocks
-
+    blocks (uᵀ ⊗ I) J (s ⊗ I) with the eigenpairs of ``eigen_pairs`` (``torch.linalg.eig``),
+    multiplied and normed with plain torch."""
     T, d = stack.config.T, stack.config.d
-    A = stack.frozen_kernel()
+    pairs = eigen_pairs(stack.frozen_kernel())
+    U = torch.stack([u for _, _, u in pairs])          # (modes, T)
+    S = torch.stack([s for _, s, _ in pairs])          # (modes, T)
     X0 = torch.ones(T, 1, dtype=xbar.dtype, device=xbar.device) * xbar
-    layer_J = layer_jacobians(stack, X0)
-    rows, persistent, path, lam, prev, y = [], [], [], None, None, None
-    for J in layer_J:
-        lam, blocks, _ = eigen_blocks(J, A, d)
+
+    def blocks(J):                                     # (T·d, T·d) -> (modes, d, d)
+        return torch.einsum("kt,tiuj,ku->kij", U, J.reshape(T, d, T, d), S)
+
+    rows, persistent, path, prev, y = [], [], [], None, None
+    for J in layer_jacobians(stack, X0):
+        G = blocks(J)
         if y is None:
-            y = torch.linalg.svd(blocks[0]).Vh[0]
-        y_next = blocks[0] @ y
-        path.append(torch.linalg.matrix_norm(blocks[1:], ord=2).max() * y.norm() / y_next.norm())
+            y = torch.linalg.svd(G[0]).Vh[0]
+        y_next = G[0] @ y
+        path.append(torch.linalg.matrix_norm(G[1:], ord=2).max() * y.norm() / y_next.norm())
         y = y_next / y_next.norm()
         prev = J if prev is None else J @ prev
-        _, prod_blocks, _ = eigen_blocks(prev, A, d)
-        norms = torch.linalg.matrix_norm(prod_blocks, ord=2)
+        norms = torch.linalg.matrix_norm(blocks(prev), ord=2)
         rows.append(norms[1:] / norms[0])
         persistent.append(norms[0])
-    groups: list[list[int]] = []
-    for k, value in enumerate(lam.tolist()[1:]):
-        if groups and abs(lam[groups[-1][0] + 1] - value) < EIG_TOL:
-            groups[-1].append(k)
-        else:
-            groups.append([k])
-    ratios = torch.stack(rows)
-    return DenseModes(lambdas=[float(lam[g[0] + 1]) for g in groups],
-                      ratios=torch.stack([ratios[:, g].max(dim=1).values for g in groups], dim=1),
+    return DenseModes(lambdas=[lam for lam, _, _ in pairs[1:]], ratios=torch.stack(rows),
                       persistent_norms=torch.stack(persistent), path_ratios=torch.stack(path))
 
 
+# ---- block coarse-graining ---------------------------------------------------------------
 def pooling(T: int, P: int, dtype=torch.float64, device=None):
     """(Π, Π⁺, Q): pooling I_n ⊗ 1ᵀ/P, lift I_n ⊗ 1, and the block-constant projector Q = Π⁺Π."""
     Pi = K.pool_matrix(T, P, dtype, device)
@@ -299,7 +314,9 @@ def spectral_residuals(stack, xbar: torch.Tensor, P: int) -> tuple[list[dict], f
     J_{≤ℓ} = Σ_λ P_λ ⊗ G_{≤ℓ}(λ) with P_λ the spectral projectors of the frozen kernel and
     G_{≤ℓ}(λ) the generated mode products; then ΠJ(I − Q) = Σ_λ ΠP_λ(I − Q) ⊗ G_{≤ℓ}(λ) and
     J − QJQ = Σ_λ (P_λ − QP_λQ) ⊗ G_{≤ℓ}(λ), with the generated Q = Π⁺Π.  Returns one dict
-    (``left``, ``two_sided``: spectral norms over ‖J_{≤ℓ}‖₂) per depth, and κ = cond S."""
+    per depth — ``left``, ``two_sided`` (spectral norms over ‖J_{≤ℓ}‖₂) and ``conditioning`` =
+    Σ_λ ‖P_λ‖²‖G_{≤ℓ}(λ)‖/‖J_{≤ℓ}‖, the factor by which the eigenprojectors' rounding (ε‖P_λ‖ relative
+    each) enters the sum: ~1 for the full kernel, ~κ² for the causal one — and κ = cond S."""
     modes, kappa = kernel_modes(stack.frozen_kernel())
     prods = mode_products(mode_blocks(stack, xbar, modes))          # (L, modes, d, d)
     T = stack.config.T
@@ -313,8 +330,10 @@ def spectral_residuals(stack, xbar: torch.Tensor, P: int) -> tuple[list[dict], f
         norm = torch.linalg.matrix_norm(assemble(lambda Pl: Pl), ord=2)
         left = assemble(lambda Pl: Pi @ Pl @ (eye_T - Q))
         two = assemble(lambda Pl: Pl - Q @ Pl @ Q)
+        cond = sum(torch.linalg.matrix_norm(m.projector, ord=2) ** 2 * torch.linalg.matrix_norm(prods[ell, k], ord=2)
+                   for k, m in enumerate(modes)) / norm
         out.append({"left": float(torch.linalg.matrix_norm(left, ord=2) / norm),
-                    "two_sided": float(torch.linalg.matrix_norm(two, ord=2) / norm)})
+                    "two_sided": float(torch.linalg.matrix_norm(two, ord=2) / norm), "conditioning": float(cond)})
     return out, kappa
 
 

@@ -1,4 +1,4 @@
-"""Visible and invisible parameter directions of the persistent component (THEORY.md §4, Claims 4.1, 4.2).
+"""Visible and invisible parameter directions of the persistent component (docs/theory.md §4, Claims 4.1, 4.2).
 
 Observables: the persistent component x̄_L = wᵀX_L of the stack's output from X_0 = 1x̄ᵀ + p
 (p a token-dependent input offset, zero at the reference) and the fast path's attention

@@ -74,7 +74,7 @@ def test_causal_does_not_factor(seed, slow):
     """Negative control: the causal kernel breaks ΠA(I − Q) = 0; the residual is O(0.1), not rounding."""
     st_ = _stack("causal", slow, 2, seed, d=4)
     res = cg.factoring_residuals(cg.depth_jacobians(st_, _state(slow, seed, d=4))[-1], 8, 4, 4)
-    assert res.left > 1e-2   # THEORY.md measured 0.19 at 3 layers; ≥ 1e10 × EXACT_TOL
+    assert res.left > 1e-2   # docs/theory.md §3 measured 0.19 at 3 layers; ≥ 1e10 × EXACT_TOL
 
 
 @pytest.mark.parametrize("kernel", ["full", "block"])
@@ -96,7 +96,7 @@ def test_causal_two_sided_stays_order_one():
     st_ = _stack("causal", "gate0", 8, 0, value_scale=20.0)
     Js = cg.depth_jacobians(st_, _state("gate0", 0))
     two = [cg.factoring_residuals(J, 8, 8, 4).two_sided for J in Js]
-    assert min(two) > 0.5     # THEORY.md: ≈ 0.7 at every depth
+    assert min(two) > 0.5     # docs/theory.md §3: ≈ 0.7 at every depth
 
 
 def test_mode_blocks_reproduce_layer_jacobian():
@@ -110,7 +110,7 @@ def test_mode_blocks_reproduce_layer_jacobian():
     for k, m in enumerate(modes):
         lhs = (J @ torch.outer(m.s, x).reshape(-1)).reshape(6, 8)
         rhs = torch.outer(m.s, G[0, k] @ x)
-        assert torch.allclose(lhs, rhs, rtol=0, atol=1e-12)   # off-block entries ≤ 6e-14 (THEORY §2)
+        assert torch.allclose(lhs, rhs, rtol=0, atol=1e-12)   # off-block entries ≤ 6e-14 (docs/theory.md §2)
 
 
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["causal", "full"]),
@@ -126,7 +126,7 @@ def test_mode_ratio_below_path_product(seed, kernel, c, decay):
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["causal", "full"]),
        c=st.sampled_from([0.0, 20.0]), decay=st.sampled_from([0.0, 2.0]))
 def test_theory_rho_never_below_one(seed, kernel, c, decay):
-    """THEORY.md's ρ is ≥ 1 for every pre-LN stack (G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous."""
+    """The paper's ρ is ≥ 1 for every pre-LN stack (G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous."""
     st_ = random_stack(6, 8, 2, 2, kernel, seed=seed, value_scale=c, decay=decay)
     assert cg.saturation_depth(st_, _xbar(8, seed), 0.5).theory_rho >= 1 - 1e-12
 

@@ -9,7 +9,7 @@ from numerics import random_stack
 from numerics import visibility as nv
 
 DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
-SLOPE_TOL = 0.1   # THEORY.md §4: slope 2 ± 0.1 (decaying bundle), 1 ± 0.1 (mean-carrying)
+SLOPE_TOL = 0.1   # docs/theory.md §4: slope 2 ± 0.1 (decaying bundle), 1 ± 0.1 (mean-carrying)
 
 
 def _xbar(d, seed):

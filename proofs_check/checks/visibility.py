@@ -17,7 +17,7 @@ from numerics import visibility as nv
 from numerics.jacobians import loglog_slope, reference_input
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.checks.coarse_graining import matrix_spec
+from proofs_check.checks.coarse_graining import FLOAT64_ONLY, matrix_spec
 from proofs_check.ledger import (
     ClaimResult,
     ControlResult,
@@ -42,6 +42,8 @@ VISIBLE_MIN = 1e-6     # a visible derivative is ≥ 1e-6 relative (the invisibl
 
 
 def _homogeneous_na(spec) -> str | None:
+    if spec.dtype != "float64":
+        return FLOAT64_ONLY
     if spec.knob("gate", 0.0) != 0.0:
         return "gate ≠ 0: there is no token-homogeneous reference 1x̄ᵀ"
     if spec.kernel == "alibi":
@@ -240,6 +242,8 @@ def evaluate_4_2(spec, ctx) -> Verdict:
         return Verdict("4.2", "n/a", reason="no slow path (P unset): there is no gate to see")
     if spec.kernel == "alibi":
         return Verdict("4.2", "n/a", reason="alibi gives each head its own frozen kernel: no single w")
+    if spec.dtype != "float64":
+        return Verdict("4.2", "n/a", reason=FLOAT64_ONLY)
     gate = spec.knob("gate", 0.0) or 0.5
     st = spec.with_(knobs={"gate": 0.0}).build()
     st_g = spec.with_(knobs={"gate": gate}).build()
