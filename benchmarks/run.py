@@ -136,7 +136,8 @@ def format_table(results: dict) -> str:
                      f"{sw['one_worker']['stacks_per_second']:.2f} stacks/s with 1 worker, "
                      f"{sw['two_workers']['stacks_per_second']:.2f} with 2; scaling efficiency "
                      f"{sw['scaling_efficiency']:.2f}; cluster overhead {sw['overhead_seconds_per_task'] * 1e3:.0f} ms "
-                     f"per task (serial {sw['serial_seconds_per_stack'] * 1e3:.0f} ms per stack)")
+                     f"per task (serial {sw['serial_seconds_per_stack'] * 1e3:.0f} ms per stack; load "
+                     f"{sw['load_average_1min'][0]:.1f})")
     for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

@@ -3,21 +3,26 @@
 The workload is claim 3.2 on N small stacks (T = 8, d = 8, 3 layers, P = 4; full and causal kernels,
 seeds 0…), each a real ``on_stack.evaluate`` through the whole path: a ``LocalCluster`` of worker
 processes, ``client.map``, ``as_completed``, rows written as Parquet batches.  The clusters are
-started and warmed (every worker has imported the claims) before the clock starts; their start-up
-time is reported apart.  Reported:
+started and warmed (every worker has evaluated one stack) before the clock starts; their start-up
+time is reported apart, and each sweep is timed twice, the faster run reported.  Reported:
 
 * ``stacks_per_second`` with 1 and 2 workers, and the scaling efficiency (rate₂ / rate₁) / 2;
 * ``serial_seconds_per_stack``: the same evaluations in this process, one after another, no Dask;
-* ``overhead_seconds_per_task``: (1-worker sweep time − serial time) / N, what the cluster, the
-  transfers and the Parquet writes add to each task.
+* ``overhead_seconds_per_task``: (1-worker sweep time − the time its tasks spent inside
+  ``evaluate``, from the rows' ``seconds``) / N, what the cluster, the transfers and the Parquet
+  writes add to each task (both terms from the same run, so a loaded machine slows both alike).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import tempfile
 import time
 
 CLAIM = "3.2"
+QUICK_STACKS, STACKS = 16, 48
+REPEATS = 2  # each sweep is timed twice on its warm cluster; the faster run is reported (shared machines)
 
 
 def _spec(n: int):
@@ -28,21 +33,31 @@ def _spec(n: int):
 
 
 def _timed_sweep(spec, workers: int, device: str) -> dict:
-    from proofs_check.sweep.run import _prepare_worker, connect, run_sweep
+    from proofs_check.sweep.grid import expand
+    from proofs_check.sweep.run import connect, evaluate_task, run_sweep
+    from proofs_check.sweep.store import Store
 
     start = time.perf_counter()
     with connect(workers=workers) as client:
         client.wait_for_workers(workers)
-        client.run(_prepare_worker, CLAIM)
+        client.run(evaluate_task, expand(spec, device=device)[0].payload())  # every worker: imports, first call
         ready = time.perf_counter() - start
-        with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
-            run = run_sweep(spec, out, client=client, progress=False, device=device)
-            seconds = time.perf_counter() - t0
-    if not run.ok:
-        raise RuntimeError(f"the benchmark sweep had {len(run.errors)} failed tasks: {run.errors[:1]}")
-    return {"workers": workers, "seconds": seconds, "stacks": run.written, "stacks_per_second": run.written / seconds,
-            "cluster_start_seconds": ready}
+        times, inside = [], []
+        for _ in range(REPEATS):
+            with tempfile.TemporaryDirectory() as out:
+                t0 = time.perf_counter()
+                run = run_sweep(spec, out, client=client, progress=False, device=device)
+                times.append(time.perf_counter() - t0)
+                inside.append(float(Store(out).read()["seconds"].sum()))
+            if not run.ok:
+                raise RuntimeError(f"the benchmark sweep had {len(run.errors)} failed tasks: {run.errors[:1]}")
+    best = min(range(REPEATS), key=times.__getitem__)
+    seconds = times[best]
+    return {"workers": workers, "seconds": seconds, "repeats": times, "stacks": run.written,
+            "stacks_per_second": run.written / seconds, "cluster_start_seconds": ready,
+            "evaluate_seconds": inside[best],
+            # wall time × workers not spent inside evaluate, per task: scheduling, transfers, Parquet
+            "overhead_seconds_per_task": (seconds * workers - inside[best]) / run.written}
 
 
 def run(quick: bool, device: str) -> dict:
@@ -53,18 +68,23 @@ def run(quick: bool, device: str) -> dict:
     load_checks()
     if CLAIM not in on_stack.ON_STACK:
         raise RuntimeError(f"claim {CLAIM} is not registered with proofs_check.on_stack")
-    n = 16 if quick else 48
+    load_before = os.getloadavg()[0]
+    n = QUICK_STACKS if quick else STACKS
     spec = _spec(n)
     tasks = expand(spec, device=device)
     ctx = CheckContext(device=device)
     on_stack.evaluate(CLAIM, tasks[0].spec, ctx)  # warm-up: imports, first-call costs
-    t0 = time.perf_counter()
-    for task in tasks:
-        on_stack.evaluate(CLAIM, task.spec, ctx)
-    serial = time.perf_counter() - t0
+    serial = math.inf
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        for task in tasks:
+            on_stack.evaluate(CLAIM, task.spec, ctx)
+        serial = min(serial, time.perf_counter() - t0)
     one, two = _timed_sweep(spec, 1, device), _timed_sweep(spec, 2, device)
     return {"config": {"claim": CLAIM, "stacks": len(tasks), "T": 8, "d": 8, "layers": 3, "P": 4},
             "serial_seconds_per_stack": serial / len(tasks),
             "one_worker": one, "two_workers": two,
             "scaling_efficiency": two["stacks_per_second"] / one["stacks_per_second"] / 2,
-            "overhead_seconds_per_task": (one["seconds"] - serial) / len(tasks)}
+            "overhead_seconds_per_task": one["overhead_seconds_per_task"],
+            # a 2-worker rate is only meaningful when the machine's other load leaves 2 cores free
+            "load_average_1min": [load_before, os.getloadavg()[0]]}

@@ -125,14 +125,17 @@ def error_constant_reference(stack: Stack, X0: torch.Tensor, rtol: float = 1e-10
 
 
 def richardson(depths, scaled):
-    """Two Richardson levels on c_L = L (X_L − X(1)) = C + a/L + b/L² + …, depths doubling:
-    (R₁, R₂, remainder) with R₁ = 2c_{2L} − c_L over the last pair, R₂ = (4R₁ − R₁′)/3 over the
-    last triple (error O(1/L³)), remainder = ‖R₁ − R₁′‖/3 ≈ ‖R₁ − C‖, the O(1/L²) term R₂ removes."""
-    if len(depths) < 3 or any(b != 2 * a for a, b in zip(depths[-3:], depths[-2:])):
-        raise ValueError(f"richardson needs at least three doubling depths, got {list(depths)}")
-    c0, c1, c2 = scaled[-3:]
-    R_prev, R1 = 2 * c1 - c0, 2 * c2 - c1
-    return R1, (4 * R1 - R_prev) / 3, float((R1 - R_prev).norm()) / 3
+    """Richardson extrapolation of c_L = L (X_L − X(1)) = C + a/L + b/L² + c/L³ + …, depths doubling.
+
+    Returns (R₁, R₂, estimate): R₁ = 2c_{2L} − c_L over the last pair (error O(1/L²)), R₂ = (4R₁ − R₁′)/3
+    over the last triple (error b′/L³ + O(1/L⁴)), and the estimate ‖R₂′ − R₂‖/7 of ‖R₂ − C‖ from the
+    two last R₂ (their O(1/L³) terms differ by a factor 8 per doubling).  Needs four doubling depths."""
+    if len(depths) < 4 or any(b != 2 * a for a, b in zip(depths[-4:], depths[-3:])):
+        raise ValueError(f"richardson needs at least four doubling depths, got {list(depths)}")
+    c = scaled[-4:]
+    R1s = [2 * c[k + 1] - c[k] for k in range(3)]
+    R2s = [(4 * R1s[k + 1] - R1s[k]) / 3 for k in range(2)]
+    return R1s[-1], R2s[-1], float((R2s[1] - R2s[0]).norm()) / 7
 
 
 def smooth_stacks_outputs(T: int, d: int, depths, *, heads: int = 2, kernel: str = "causal", seed: int = 0,
@@ -208,10 +211,10 @@ def scalar_error_constants(a0: float, a1: float, x0: float, depths):
 
 
 def layer_jacobians(stack: Stack, X: torch.Tensor) -> list[torch.Tensor]:
-    """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ at the visited states, each (T d, T d)."""
+    """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ at the visited states, each (T d, T d), detached from the weights."""
     T, d = X.shape
     states = stack.trajectory(X).detach()
-    return [torch.func.jacrev(layer)(states[ell]).reshape(T * d, T * d)
+    return [torch.func.jacrev(layer)(states[ell]).reshape(T * d, T * d).detach()
             for ell, layer in enumerate(stack.layers)]
 
 

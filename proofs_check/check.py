@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 
-from proofs_check.ledger import CLAIM_IDS, CheckContext, load_checks, run_claim
+from proofs_check.ledger import CLAIM_IDS, CLAIMS, CheckContext, load_checks, run_claim
 
 
 def environment(device: str) -> dict:
@@ -85,3 +85,69 @@ def format_table(ledger: dict) -> str:
         if c.get("finding"):
             lines.append(f"  {c['id']} finding: {c['finding']}")
     return "\n".join(lines)
+
+
+def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, device: str = "cpu",
+                     profile: str = "ci", quick: bool = True, progress: bool = True) -> dict:
+    """``fastslow check --stack CKPT``: every claim registered with ``@on_stack`` on the trained
+    stack of checkpoint ``CKPT`` (its manifest's spec, weights loaded, in float64).
+
+    Claims that state nothing about a stack, and claims without an on-stack form, are listed
+    with their reason and not run.  The ledger records that the stack was trained: the
+    checkpoint, its manifest's config, corpus hash, step and final validation loss.
+    """
+    from tqdm import tqdm
+
+    from numerics import checkpoint as ckpt
+    from numerics.spec import StackSpec
+    from proofs_check import on_stack
+
+    manifest = ckpt.read_manifest(checkpoint)
+    if "spec" not in manifest:
+        raise ckpt.CheckpointError(f"checkpoint {checkpoint}: the manifest has no 'spec' (not a fastslow train "
+                                   "checkpoint)")
+    ckpt.load(checkpoint)  # hash and format checked before any work
+    spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64", "device": device,
+                                "checkpoint": str(checkpoint)})
+    load_checks()
+    ids = claim_ids or list(CLAIM_IDS)
+    ctx = CheckContext(device=device, profile=profile, quick=quick)
+    claims = []
+    bar = tqdm(ids, desc="claims on the trained stack", unit="claim", disable=not progress or not sys.stderr.isatty())
+    for cid in bar:
+        title = CLAIMS[cid].title if cid in CLAIMS else "(not implemented)"
+        if cid not in on_stack.ON_STACK:
+            reason = on_stack.ARCH_FREE.get(cid, "no on-stack form of this claim is registered")
+            claims.append({"id": cid, "title": title, "status": "n/a", "reason": reason, "verdict": None})
+            continue
+        bar.set_postfix_str(cid)
+        verdict = on_stack.evaluate(cid, spec, ctx)
+        claims.append({"id": cid, "title": title, "status": verdict.status, "reason": verdict.reason,
+                       "verdict": verdict.as_dict(), "seconds": verdict.seconds})
+    curves = manifest["curves"]
+    stack = {"trained": True, "checkpoint": str(checkpoint), "config": manifest["config"],
+             "spec": spec.as_dict(), "step": manifest["step"], "corpus": manifest.get("corpus"),
+             "final_validation_loss": curves["eval_loss"][-1] if curves.get("eval_loss") else None,
+             "gates": [g[-1] for g in curves.get("gates", [])], "git": manifest.get("git")}
+    return {"claims": claims, "stack": stack, "environment": environment(device),
+            "options": {"profile": profile, "quick": quick, "stack": str(checkpoint)}}
+
+
+def format_stack_table(ledger: dict) -> str:
+    """Plain-text table of ``run_stack_checks``: claim, status, error / tolerance, reason."""
+    s = ledger["stack"]
+    lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
+             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, validation loss "
+             f"{s['final_validation_loss']:.3f} nats/byte"]
+    rows = [("claim", "title", "status", "error / tol", "reason or condition")]
+    for c in ledger["claims"]:
+        v = c.get("verdict") or {}
+        err = (f"{v['error']:.2e} / {v['tolerance']:.1e}" if v.get("error") is not None and v.get("tolerance")
+               else "-")
+        why = (c.get("reason") or v.get("condition") or "")
+        rows.append((c["id"], c["title"][:40], c["status"], err, " ".join(str(why).split())[:70]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    table.insert(1, "  ".join("-" * w for w in widths))
+    counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in ("holds", "conditional", "fails", "n/a")}
+    return "\n".join(lines + table + ["", ", ".join(f"{v} {k}" for k, v in counts.items())])

@@ -102,6 +102,8 @@ def cmd_check(args) -> int:
     integrity = _integrity(args)
     if not integrity.ok and not integrity.override:
         return 1
+    if args.stack:
+        return _check_stack(args, claims, device, integrity)
     ledger = run_checks(claims, device=device, profile=args.profile,
                         quick=not args.full, progress=not args.no_progress)
     ledger["integrity"] = integrity.as_dict()
@@ -111,6 +113,19 @@ def cmd_check(args) -> int:
     if args.json:
         write_json(args.json, ledger)
     return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
+
+
+def _check_stack(args, claims, device, integrity) -> int:
+    """``check --stack CKPT``: the on-stack claims on a trained checkpoint (proofs_check.check)."""
+    from proofs_check.check import format_stack_table, run_stack_checks
+
+    ledger = run_stack_checks(args.stack, claims, device=device, profile=args.profile, quick=not args.full,
+                              progress=not args.no_progress)
+    ledger["integrity"] = integrity.as_dict()
+    print(format_stack_table(ledger), file=_table_stream(args))
+    if args.json:
+        write_json(args.json, ledger)
+    return 0 if all(c["status"] != "fails" for c in ledger["claims"]) else 1
 
 
 def _check_scale(args, claims, device) -> int:
@@ -254,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "gpt2-medium, gpt2-large (numerics/presets.py)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="with --scale: the stacks' dtype (default float64; float32 has its own tolerances)")
+    p.add_argument("--stack", metavar="CKPT",
+                   help="run every claim that is a statement about a stack on this trained checkpoint "
+                        "(a `fastslow train` folder); the ledger records that the stack was trained")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("figures", help="list or render the figures")
@@ -344,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     from proofs_check.sweep.command import add_parser as add_sweep_parser
 
     add_sweep_parser(sub)
+    from proofs_check.train import add_parser as add_train_parser
+
+    add_train_parser(sub)
     return parser
 
 

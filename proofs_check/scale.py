@@ -59,9 +59,24 @@ NO_SCALE_FORM = {
 
 
 def peak_rss_gib() -> float:
-    """Peak resident memory of this process so far (ru_maxrss: KiB on Linux, bytes on macOS)."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / 2**30 if sys.platform == "darwin" else rss / 2**20
+    """Peak resident memory of this process since the last :func:`reset_peak_rss` (VmHWM on Linux;
+    elsewhere ru_maxrss, the peak since the start)."""
+    try:
+        with open("/proc/self/status") as fh:
+            kb = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:"))
+        return kb / 2**20
+    except (OSError, StopIteration):
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss / 2**30 if sys.platform == "darwin" else rss / 2**20
+
+
+def reset_peak_rss() -> None:
+    """Reset the peak-RSS counter (Linux: ``5`` to /proc/self/clear_refs), so each claim reports its own peak."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
 
 
 def _slope(x1, y1, x2, y2) -> float:
@@ -160,7 +175,8 @@ class ScaleRun:
             Vm = self.mode_probe()[0]
             qk = self.qk_tangent(stack)
             tangents = {n: torch.stack([torch.zeros_like(t), torch.zeros_like(t), t]) for n, t in qk.items()}
-            out = mf.stack_jvp(stack, X0, torch.stack([V, Vm, torch.zeros_like(V)]), param_tangents=tangents)
+            out = mf.stack_jvp(stack, X0, torch.stack([V, Vm, torch.zeros_like(V)]), param_tangents=tangents,
+                               chunk=2)   # two tangents per primal pass: peak memory ~3 GiB at gpt2-small
             return {"V": out[0], "mode": out[1], "qk": out[2]}
         return self.get("reference_jvps", build)
 
@@ -190,7 +206,7 @@ class ScaleRun:
             V = self.probe()[0]
             qk = self.qk_tangent(stack)
             tangents = {n: torch.stack([torch.zeros_like(t), t]) for n, t in qk.items()}
-            out = mf.stack_jvp(stack, X, torch.stack([V, torch.zeros_like(V)]), param_tangents=tangents)
+            out = mf.stack_jvp(stack, X, torch.stack([V, torch.zeros_like(V)]), param_tangents=tangents, chunk=2)
             return {"V": out[0], "qk": out[1]}
         return self.get(("inhomogeneous_jvps", delta), build)
 
@@ -235,23 +251,25 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
     slope = fitted_slope(list(depths), errs)
     # control: i.i.d. untied weights (no path), drawn layer by layer exactly as random_stack draws them:
     # ‖x̄_L − x̄_0‖ ∝ L^(−1/2)
-    # (mean over seeds: 4 at small width, 1 at d ≥ 256, where the drift of d coordinates concentrates)
-    # and deeper stacks at small width, where the L^(−1/2) regime starts later
-    seeds = [s.seed + 11 + i for i in range(4 if s.d < 256 else 1)]
-    idepths = (16, 64, 256, 1024) if s.d < 256 else depths
-    drift = []
-    for L in idepths:
-        total = 0.0
-        for seed in seeds:
-            cfg = StackConfig(T=1, d=s.d, layers=L, heads=s.heads, kernel="causal", seed=seed)
-            layer = Layer(cfg, path_stack.layers[0].attn.bias).to(torch.float64)
-            gen = torch.Generator().manual_seed(seed)
-            x = x0
-            with torch.no_grad():
-                for _ in range(L):
-                    x = torch.func.functional_call(layer, draw_layer_params(layer, cfg, gen), (x,))
-            total += float(torch.linalg.vector_norm(x - x0))
-        drift.append(total / len(seeds))
+    # (mean over seeds: the drift of d coordinates concentrates as d grows, so 8 seeds below d = 32,
+    # 4 below d = 256, 1 above; below d = 32 the L^(−1/2) regime starts later: L = 64 … 4096)
+    seeds = [s.seed + 11 + i for i in range(8 if s.d < 32 else 4 if s.d < 256 else 1)]
+    idepths = (64, 256, 1024, 4096) if s.d < 32 else depths
+    # one draw of each layer ℓ < max L serves every depth L > ℓ (each with its own h = 1/L): the
+    # depths share their first layers, each stack is still i.i.d. untied, and max L draws suffice
+    drift = [0.0] * len(idepths)
+    for seed in seeds:
+        gen = torch.Generator().manual_seed(seed)
+        cfgs = [StackConfig(T=1, d=s.d, layers=L, heads=s.heads, kernel="causal", seed=seed) for L in idepths]
+        layers = [Layer(cfg, path_stack.layers[0].attn.bias).to(torch.float64) for cfg in cfgs]
+        xs = [x0] * len(idepths)
+        with torch.no_grad():
+            for ell in range(max(idepths)):
+                params = draw_layer_params(layers[-1], cfgs[-1], gen)
+                xs = [torch.func.functional_call(layer, params, (x,)) if ell < L else x
+                      for layer, L, x in zip(layers, idepths, xs)]
+        for i, x in enumerate(xs):
+            drift[i] += float(torch.linalg.vector_norm(x - x0)) / len(seeds)
     islope = fitted_slope(list(idepths), drift)
     ok = abs(islope - 0.5) <= SLOPE_TOL and abs(islope - 1) > SLOPE_TOL
     return ClaimResult(
@@ -301,7 +319,8 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
     """J(s vᵀ) = s (G(λ) v)ᵀ on 16 representable causal modes, one probe Σ_k s_k v_kᵀ."""
     Vm, lam, S, v = run.mode_probe()
     stack = run.stack()
-    G = stack_blocks(stack, run.xbar(), lam).detach()                        # (16, d, d), generated G_ℓ(λ) products
+    # (16, d, d): the generated G_ℓ(λ) and their products, 4 eigenvalues at a time (memory: (4, L, d, d))
+    G = torch.cat([stack_blocks(stack, run.xbar(), lam[i:i + 4]).detach() for i in range(0, len(lam), 4)])
     terms = torch.einsum("kt,kd->ktd", S, torch.einsum("kij,kj->ki", G, v))
     predicted = terms.sum(0)
     kappa = float((torch.linalg.matrix_norm(terms).sum() / torch.linalg.matrix_norm(predicted)).detach())
@@ -396,16 +415,35 @@ def scale_2_4(run: ScaleRun) -> ClaimResult:
                              f"2 ± {SLOPE_TOL})"))
 
 
-def _saturation_on_sample(stack, xbar, lams):
-    """r_ℓ(λ) on sampled decaying modes and the envelope Π ρ̃_ℓ, from the generated blocks (Claim 3.1)."""
+def _saturation_on_sample(stack, xbar, lams, *, last_only: bool = False):
+    """r_ℓ(λ) on sampled modes (λ = 1 first) and the envelope Π_{ℓ≤m} ρ̃_ℓ, from the generated blocks G_ℓ(λ)
+    and the generated mode-product step, ratio and persistent-path ratio (Claim 3.1); 4 eigenvalues at a
+    time, keeping only spectral norms.  ``last_only``: the ratios at the last layer only (no envelope)."""
     lam = torch.tensor(lams, dtype=xbar.dtype, device=xbar.device)
-    blocks = layer_blocks(stack, xbar, lam).transpose(0, 1).detach()        # (L, modes, d, d)
-    ratios = ncg.mode_ratios(ncg.mode_products(blocks))                     # (L, modes − 1)
-    decaying_norm = torch.linalg.matrix_norm(blocks[:, 1:], ord=2).max(dim=1).values
-    y = torch.linalg.svd(blocks[0, 0]).Vh[0]
+    layer_norms, prod_norms, persistent = [], [], None
+    for i in range(0, len(lam), 4):
+        blocks = layer_blocks(stack, xbar, lam[i:i + 4]).detach()            # (k, L, d, d)
+        if i == 0:
+            persistent = blocks[0]                                          # G_ℓ(1), (L, d, d)
+        prev = torch.eye(blocks.shape[-1], dtype=blocks.dtype, device=blocks.device).expand_as(blocks[:, 0])
+        norms = []
+        for ell in range(blocks.shape[1]):
+            prev = gen_cg.mode_product_step(blocks[:, ell], prev)
+            if not last_only or ell == blocks.shape[1] - 1:
+                norms.append(torch.linalg.matrix_norm(prev, ord=2))
+        prod_norms.append(torch.stack(norms, dim=-1))                       # (k, L or 1)
+        if not last_only:
+            layer_norms.append(torch.linalg.matrix_norm(blocks, ord=2))     # (k, L)
+        del blocks, prev
+    prod_norms = torch.cat(prod_norms).mT                                   # (L, modes)
+    ratios = gen_cg.mode_ratio(prod_norms[:, 1:], prod_norms[:, :1])        # (L, modes − 1)
+    if last_only:
+        return ratios, None, None
+    decaying_norm = torch.cat(layer_norms)[1:].max(dim=0).values            # (L,)
+    y = torch.linalg.svd(persistent[0]).Vh[0]
     path = []
-    for ell in range(blocks.shape[0]):
-        y_next = blocks[ell, 0] @ y
+    for ell in range(persistent.shape[0]):
+        y_next = persistent[ell] @ y
         path.append(gen_cg.persistent_path_ratio(decaying_norm[ell], y.norm(), y_next.norm()))
         y = y_next / y_next.norm()
     envelope = torch.cumprod(torch.stack(path), 0)[:, None]
@@ -426,8 +464,8 @@ def scale_3_1(run: ScaleRun) -> ClaimResult:
     excess = float((ratios - envelope).clamp_min(0).max())
     L, d = run.spec.layers, run.spec.d
     tol = L * 10 * d * mf.unit_roundoff(run.tdtype)   # products of ≤ L spectral norms, each ≤ 10·d·u
-    r0, _, measured0 = _saturation_on_sample(run.stack(), xbar, lams)
-    ok = measured0 is None and float(r0[-1].max()) > TAU
+    r0, _, _ = _saturation_on_sample(run.stack(), xbar, lams, last_only=True)
+    ok = float(r0[-1].max()) > TAU   # one sampled mode above τ at the last layer: no saturation depth
     return ClaimResult(
         symbolic=[], numeric=_numeric(len(lams), excess, tol,
                                       f"value_scale c = 20: max_m (r_m − Π ρ̃_ℓ)_+ = {excess:.2e} over 16 of the T = "
@@ -554,11 +592,13 @@ def scale_4_2(run: ScaleRun) -> ClaimResult:
 def scale_5_1(run: ScaleRun) -> ClaimResult:
     """The gate certificate of a contractive stack at this size (n = 2 slow modes × d) and |g| < g*."""
     st = run.stack("contractive")
-    cert = ns.gate_certificate(st)
-    e = cert.enclosure
     Gs, Ks = ns.slow_mode_maps(st)
     N = Gs.shape[-1]
     layers = st.config.layers
+    # the certificate of ns.gate_certificate, from the same maps (computed once): float64 spectral norms,
+    # enclosure proved for every norm within 16·N·eps of them
+    norms = ns.spectral_norm(torch.stack([Gs, Ks])).to(torch.float64).cpu()
+    e = ns.certify_gate_bound(norms[0], norms[1], st.h, rel_err=16 * N * ns.EPS64)
     tol = 10.0 * layers * N * mf.unit_roundoff(torch.float64)
     worst = -math.inf
     if e.certified:
@@ -604,6 +644,7 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
         record.update(status="skipped", detail=f"no scale form: {NO_SCALE_FORM[claim_id]}", seconds=0.0,
                       peak_rss_gib=peak_rss_gib())
         return record
+    reset_peak_rss()
     start = time.perf_counter()
     try:
         result = SCALE_FORMS[claim_id](run)
@@ -635,6 +676,7 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
         raise ValueError(f"--claim {', '.join(unknown)}: not a claim (known: {', '.join(CLAIM_IDS)})")
     claims = []
     start = time.perf_counter()
+    reset_peak_rss()
     for cid in ids:
         if progress:
             print(f"[scale {name}] claim {cid} ...", file=sys.stderr, flush=True)
@@ -645,7 +687,8 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
                   f"{c['peak_rss_gib']:.2f} GiB", file=sys.stderr, flush=True)
     return {"claims": claims, "environment": environment(device),
             "options": {"scale": name, "dtype": dtype, "seed": seed, **run.size()},
-            "seconds": time.perf_counter() - start, "peak_rss_gib": peak_rss_gib()}
+            "seconds": time.perf_counter() - start,
+            "peak_rss_gib": max([c.get("peak_rss_gib", 0.0) for c in claims] + [peak_rss_gib()])}
 
 
 def format_sizes(ledger: dict) -> str:
@@ -655,6 +698,9 @@ def format_sizes(ledger: dict) -> str:
         size = c.get("size") or {}
         num = c.get("numeric")
         where = f"T={size.get('T')} d={size.get('d')} L={size.get('layers')} {size.get('dtype')}"
+        if c["status"] == "skipped":
+            lines.append(f"  {c['id']:4s} skipped   {c.get('detail', '')}")
+            continue
         err = f"{num['max_error']:.2e} ≤ {num['tolerance']:.1e}" if num else "-"
         lines.append(f"  {c['id']:4s} {c['status']:9s} at {where}: error {err}, {c.get('seconds', 0):.1f} s, "
                      f"peak RSS {c.get('peak_rss_gib', 0):.2f} GiB")

@@ -3,7 +3,7 @@
 import pytest
 import sympy as sp
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from numerics import random_stack
 from numerics import coarse_graining as cg
@@ -124,11 +124,20 @@ def test_mode_ratio_below_path_product(seed, kernel, c, decay):
 
 
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["causal", "full"]),
-       c=st.sampled_from([0.0, 20.0]), decay=st.sampled_from([0.0, 2.0]))
+       c=st.sampled_from([0.0, 20.0]), decay=st.sampled_from([0.0, 1.0, 3.0]))
+@example(seed=0, kernel="full", c=0.0, decay=3.0)
 def test_theory_rho_never_below_one(seed, kernel, c, decay):
-    """The paper's ρ is ≥ 1 for every pre-LN stack (G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous."""
+    """The paper's ρ is ≥ 1 for every pre-LN stack with hα ≠ 1 (G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous."""
     st_ = random_stack(6, 8, 2, 2, kernel, seed=seed, value_scale=c, decay=decay)
     assert cg.saturation_depth(st_, _xbar(8, seed), 0.5).theory_rho >= 1 - 1e-12
+
+
+def test_theory_rho_degenerate_when_residual_stream_killed():
+    """hα = 1 (decay = L) and a λ = 0 mode (full kernel): G_ℓ(0) = (I + C_ℓ)(1 − hα)I = 0 exactly, so
+    the paper's ρ is 0 — the one pre-LN case where its bound is not vacuous (r = 0 after one layer)."""
+    st_ = random_stack(6, 8, 2, 2, "full", seed=0, decay=2.0)
+    sd = cg.saturation_depth(st_, _xbar(8, 0), 0.5)
+    assert sd.theory_rho == 0.0 and float(sd.ratios.max()) == 0.0 and sd.measured == 0
 
 
 def test_bound_holds_where_rho_below_one():

@@ -1,5 +1,6 @@
 """Claims 1.1–1.2: Euler convergence with its i.i.d. control; chain rule with the wrong-order control."""
 
+import pytest
 import torch
 
 from numerics import depth_flow as nd
@@ -55,3 +56,84 @@ def test_bad_rtol():
     st = random_stack(2, 2, 1, 1, "causal", seed=0, weight_path="smooth")
     with pytest.raises(ValueError, match="rtol"):
         nd.flow_reference(st, torch.zeros(2, 2, dtype=torch.float64), rtol=0.1)
+
+
+# ---- ledger power: the check itself fails on a broken stack or a perturbed generated function
+import numerics.generated.depth_flow as gen_df  # noqa: E402
+from numerics.stack import Layer  # noqa: E402
+from proofs_check.checks import depth_flow as chk  # noqa: E402
+from proofs_check.ledger import CheckContext, load_checks, run_claim  # noqa: E402
+from proofs_check.on_stack import evaluate  # noqa: E402
+
+
+def test_error_constant_matches_richardson():
+    """The derived constant E(1) against the stack's own Richardson limit (quick depths 8..64)."""
+    ctx = CheckContext()
+    v = evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx)
+    assert v.status == "holds", v
+    # R₂ − C = O(h³); the tolerance is twice its estimate from the last two R₂ (measured ≈ 0.4 of it)
+    assert v.measured["C_rel_error"] <= v.measured["C_rel_tolerance"]
+
+
+def test_finite_difference_directions_match_jvp():
+    """The central differences inside error_constant_reference against torch.func.jvp (forward mode)."""
+    st = random_stack(4, 4, 1, 1, "causal", seed=2, weight_path="smooth")
+    X = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    V = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        f = lambda x: nd.vector_field_at(st, 0.3, x)  # noqa: E731
+        u, n = nd._unit(V)
+        fd = (f(X + nd.FD_X * u) - f(X - nd.FD_X * u)) / (2 * nd.FD_X) * n
+    exact = torch.func.jvp(f, (X,), (V,))[1]
+    assert (fd - exact).norm() <= 1e-8 * exact.norm()  # FD_X²/6·|F‴| + eps|F|/FD_X ≲ 1e-9
+
+
+def _mlp_reads_x(self, x):
+    """A plausible slip: the MLP reads LN₂(X) instead of LN₂(U) (still O(h), slope 1, wrong constant)."""
+    u = (1.0 - self.h * self.decay) * x + self.h * self.mixing(x)
+    return u + self.h * self.mlp(self.ln2(x))
+
+
+def test_ledger_catches_wrong_sublayer_input(monkeypatch):
+    """The slope stays 1 but the constant moves by ≈ 40 %: the ledger entry must fail."""
+    ctx = CheckContext()
+    spec = chk._euler_specs("preln", ctx)[0]
+    monkeypatch.setattr(Layer, "forward", _mlp_reads_x)
+    v = evaluate("1.1", spec, ctx)
+    assert abs(v.measured["slope"] - 1) <= chk.SLOPE_TOL  # the order alone would pass
+    assert v.status == "fails" and v.measured["C_rel_error"] > 0.1
+    load_checks()
+    assert run_claim("1.1", ctx)["status"] != "verified"
+
+
+def test_ledger_catches_wrong_step_size(monkeypatch):
+    """Attention with step 2h: still first order, different ODE; slope or constant must flag it."""
+    def forward(self, x):
+        u = (1.0 - self.h * self.decay) * x + 2 * self.h * self.mixing(x)
+        return u + self.h * self.mlp(self.ln2(u))
+
+    ctx = CheckContext()
+    monkeypatch.setattr(Layer, "forward", forward)
+    assert evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx).status == "fails"
+
+
+def test_iid_drift_prediction_size():
+    """The control predicts the drift's size σ_F/√L, not only its slope."""
+    depths = [8, 32, 128]
+    drift = nd.iid_drift(6, 8, depths, range(4))
+    for L, m in zip(depths, drift):
+        r = m / nd.iid_drift_prediction(6, 8, 64, L)
+        assert chk.IID_BAND[0] <= r <= chk.IID_BAND[1], (L, r)  # 4-seed spread and O(h) drift of X_ℓ
+
+
+@pytest.mark.parametrize("fn", ["shifted_defect", "euler_error_constant", "scalar_rate"])
+def test_declared_generated_functions_move_1_1(fn, monkeypatch):
+    """Each generated function 1.1 declares moves its numbers (output × (1 + 1e-3))."""
+    load_checks()
+    ctx = CheckContext()
+    base = run_claim("1.1", ctx)
+    orig = getattr(gen_df, fn)
+    monkeypatch.setattr(gen_df, fn, lambda *a: orig(*a) * (1 + 1e-3))
+    moved = run_claim("1.1", ctx)
+    assert moved["numeric"]["max_error"] != base["numeric"]["max_error"]
+    assert moved["status"] != "verified"  # a 1e-3 error is far above each part's tolerance

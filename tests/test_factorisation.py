@@ -91,3 +91,60 @@ def test_mode_blocks_shapes_and_errors():
         nf.mode_blocks(stack, torch.zeros(5, dtype=torch.float64))
     with pytest.raises(ValueError):
         nf.mode_blocks(random_stack(4, 4, 1, 2, "alibi", seed=0), random_xbar(4, 0))
+
+
+# ---- ledger power: the checks fail on perturbed generated code and predict their controls' size
+import numerics.generated.factorisation as gen_f  # noqa: E402
+from proofs_check.ledger import CheckContext, load_checks, run_claim  # noqa: E402
+from proofs_check.on_stack import evaluate  # noqa: E402
+
+DECLARED = [("2.1", "G_layer"), ("2.1", "B_layer"), ("2.1", "C_layer"), ("2.1", "ln_jacobian"),
+            ("2.3", "G_layer_coefficient_0"), ("2.3", "G_layer_coefficient_1")]
+
+
+@pytest.mark.parametrize("claim_id,fn", DECLARED)
+def test_declared_generated_functions_move(claim_id, fn, monkeypatch):
+    """Each generated function a claim declares moves its numbers (output × (1 + 1e-3)) and fails it."""
+    load_checks()
+    ctx = CheckContext()
+    base = run_claim(claim_id, ctx)
+    orig = getattr(gen_f, fn)
+    monkeypatch.setattr(gen_f, fn, lambda *a: orig(*a) * (1 + 1e-3))
+    moved = run_claim(claim_id, ctx)
+    assert moved["numeric"]["max_error"] != base["numeric"]["max_error"]
+    assert moved["status"] != "verified"  # 1e-3 relative is ≫ 64 eps cond(S) ‖J‖
+
+
+def test_ledger_2_1_catches_perturbed_generated(monkeypatch):
+    """The hand edit of GELU′ inside the generated C_layer (the constant term 1/2 → 0.49): 2.1 must fail."""
+    import inspect
+    import math
+    import textwrap
+
+    src = textwrap.dedent(inspect.getsource(gen_f.C_layer))
+    edited = src.replace("(1/2)*torch.erf((1/2)*math.sqrt(2)*x8) + 1/2)", "(1/2)*torch.erf((1/2)*math.sqrt(2)*x8) + 0.49)")
+    assert edited != src, "the GELU′ constant was not found in C_layer"
+    namespace = {"torch": torch, "math": math}
+    exec(edited, namespace)
+    monkeypatch.setattr(gen_f, "C_layer", namespace["C_layer"])
+    ctx = CheckContext()
+    v = evaluate("2.1", chk._factorisation_specs("preln", ctx)[0], ctx)
+    assert v.status == "fails" and v.measured["block_err_from_B_C"] > v.measured["tol"]
+    load_checks()
+    assert run_claim("2.1", ctx)["status"] != "verified"
+
+
+def test_inhomogeneous_control_predicts_size():
+    """2.1's control: off-block mass at 1x̄ᵀ + δZ equals its first-order prediction within 10δ."""
+    st = random_stack(6, 8, 4, 2, "causal", seed=0)
+    Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    mass, predicted = chk.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-2)
+    assert abs(mass / predicted - 1) <= 10 * 1e-2  # O(δ²) remainder, relative O(δ)
+    mass, predicted = chk.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-1)
+    assert abs(mass / predicted - 1) <= 10 * 1e-1
+
+
+def test_eigen_error_predicted_by_inverse_residual():
+    """2.3's control: the float64 eigen-coordinate error is (fl(S⁻¹)S − I)·blocks, within a factor 2."""
+    for r in chk.eigen_coordinate_errors([4, 16, 32]):
+        assert chk.EIGEN_BAND[0] <= r["eigen_error"] / r["predicted_error"] <= chk.EIGEN_BAND[1], r

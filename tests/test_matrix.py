@@ -9,7 +9,8 @@ import json
 import pytest
 
 from proofs_check.ledger import CheckContext
-from proofs_check.checks.factorisation import _factorisation_error, arch_eval_2_1 as eval_2_1
+from proofs_check.checks.depth_flow import matrix_spec
+from proofs_check.checks.factorisation import _factorisation_error, evaluate_2_1
 from proofs_check.matrix import STATUSES, matrix_section, preln_cell, run_matrix
 from proofs_check.on_stack import EXACT
 
@@ -27,7 +28,7 @@ def test_slice_cells_and_json(small):
             assert by[(cid, arch)]["status"] == "holds", by[(cid, arch)]
         assert by[("6.1", arch)]["status"] == "n/a" and by[("6.1", arch)]["condition"]
     # the evidence carries the measured numbers and the control that must fail
-    ev = by[("2.1", "mhc")]["evidence"]
+    ev = by[("2.1", "mhc")]["evidence"]["cases"][0]["measured"]
     assert ev["commutator_rel"] <= EXACT and ev["control_inhomogeneous_commutator_rel"] > 1e-3
     assert ev["generated_block_formula_rel_error"] <= 1e-10  # mhc composite kernel formula (generated)
     json.dumps(small)  # JSON-ready
@@ -35,11 +36,14 @@ def test_slice_cells_and_json(small):
 
 
 def test_compressed_counterexample_reproduces():
-    status, condition, ev, cex = eval_2_1("compressed", CheckContext())
-    assert status == "fails" and "compress_gate = 0" in condition
-    err, _ = _factorisation_error("compressed", cex["seed"], arch_options={"compress_gate": cex["compress_gate"]})
+    ctx = CheckContext()
+    spec = matrix_spec("compressed", ctx)
+    v = evaluate_2_1(spec, ctx)
+    cex = v.counterexample
+    assert v.status == "fails" and "compress_gate = 0" in v.condition
+    err, _ = _factorisation_error(spec.with_(seed=cex["seed"], arch_options={"compress_gate": cex["compress_gate"]}))
     assert err > 1e-8  # the shrunk counterexample breaks block diagonality
-    closed, _ = _factorisation_error("compressed", cex["seed"], arch_options={"compress_gate": 0.0})
+    closed, _ = _factorisation_error(spec.with_(seed=cex["seed"], arch_options={"compress_gate": 0.0}))
     assert closed <= EXACT  # and the named condition restores it
 
 

@@ -76,7 +76,7 @@ def test_no_margin_means_no_certified_gate():
     k = torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64)
     enc = ns.certify_gate_bound(a, k, 1 / 3)
     assert enc.status == "no certified gate" and math.isnan(enc.g_star)
-    assert "no certified gate" in str(enc) and not enc.admits(0.01)
+    assert "is negative, so no gate is certified" in str(enc) and not enc.admits(0.01)
     assert math.isnan(float(ns.solve_gate_bound(a, k, 1 / 3)))
     zero = ns.certify_gate_bound(torch.tensor([0.5, 0.5], dtype=torch.float64), torch.zeros(2, dtype=torch.float64), 0.5)
     assert zero.status == "unconstrained" and zero.admits(1e6)
@@ -275,5 +275,159 @@ def test_simulate_warns_when_no_gate_is_certified(capsys):
     plain = ["simulate", "--device", "cpu", "--T", "8", "--d", "8", "--P", "4", "--layers", "6", "--heads", "2",
              "--seed", "1"]
     assert main(plain + ["--gate", "0.1"]) == 0
-    assert "no certified gate" in capsys.readouterr().out
+    assert "is negative, so no gate is certified" in capsys.readouterr().out
     assert main(plain + ["--gate", "0.1", "--strict"]) == 2
+
+
+def test_simulate_times_the_certificate_and_can_skip_it(capsys):
+    from proofs_check.cli import main
+    from proofs_check.simulate import simulate
+
+    out = simulate(T=8, P=4, d=8, layers=6, heads=2, kernel="causal", gate=0.0, seed=1, device="cpu")
+    s = out["seconds"]
+    # the parts account for the total: build + forward + certificate ≤ total (the rest is bookkeeping)
+    assert s["certificate"] > 0 and s["build"] + s["forward"] + s["certificate"] <= s["total"] + 1e-9
+    assert main(["simulate", "--device", "cpu", "--T", "8", "--d", "8", "--P", "4", "--layers", "6",
+                 "--heads", "2", "--no-certificate"]) == 0
+    printed = capsys.readouterr().out
+    assert "gate bound not computed (--no-certificate)" in printed and "certificate 0.000s" in printed
+
+
+# -- the certificate against the real gated stack (ledger power) ------------------------------------
+
+def _contractive_spec(kernel="full", seed=1):
+    from numerics.spec import StackSpec
+
+    return StackSpec(T=8, d=8, layers=6, heads=2, kernel=kernel, P=4, seed=seed, knobs=CONTRACTIVE)
+
+
+@pytest.mark.parametrize("kernel", ["full", "causal"])
+def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
+    """K_ℓ equals (1/h)∂_g ΠJ_ℓ(g)Π⁺ of the real gated layer (central difference, ε = 1e-4:
+    truncation ~ε² and rounding eps/(εh) give ≲ 1e-10; 1e-7 as in the ledger).  Control: without
+    the MLP operating-point term the map is off by exactly that term's size, O(h) ≈ 1e-2."""
+    from proofs_check.checks.stability import FD_STEP, K_TOL
+
+    stack = _contractive_spec(kernel).build()
+    G, K = ns.slow_mode_maps(stack)
+    J = ns.gated_layer_jacobians(stack, [0.0, FD_STEP, -FD_STEP])
+    K_fd = (J[1] - J[2]) / (2 * FD_STEP * stack.h)
+    scale = float(K_fd.abs().max())
+    assert float((K - K_fd).abs().max()) / scale <= K_TOL
+    assert float((G - J[0]).abs().max()) <= 1e-12 * float(J[0].abs().max())
+    xs = ns._reference_states(stack, None)
+    factor = torch.eye(8, dtype=torch.float64) + ns._mlp_stage_autograd(stack, xs)
+    G_u = torch.linalg.solve(factor[:, None], G.reshape(6, 2, 8, 16))
+    omitted = torch.einsum("laij,lajc->laic", ns._mlp_operating_point_shift(stack, xs), G_u).reshape(6, 16, 16)
+    model_err = float((K - omitted - K_fd).abs().max()) / scale
+    assert 1e-3 <= model_err <= 1e-1  # O(h) at h = 1/6
+    assert abs(model_err - float(omitted.abs().max()) / scale) <= K_TOL + 1e-3 * model_err
+
+
+def test_evaluate_5_1_reports_the_documented_keys():
+    from proofs_check.checks.stability import evaluate_5_1
+    from proofs_check.ledger import CheckContext
+
+    v = evaluate_5_1(_contractive_spec(), CheckContext())
+    assert v.status == "holds", v.reason
+    for key in ("mu", "mu_lo", "mu_hi", "g_star", "g_star_lo", "g_star_hi", "g_small_h", "certificate"):
+        assert key in v.predicted
+    for key in ("onset", "onset_plus", "onset_minus", "onset_cap", "onset_resolution", "expands_at_zero",
+                "log_norm_below", "G_route_error", "K_route_error", "norms_G", "norms_K"):
+        assert key in v.measured
+    assert v.measured["onset"] >= v.predicted["g_star_lo"]
+    plain = evaluate_5_1(_contractive_spec().with_(knobs={"decay": 0.0, "ln_gain": 1.0, "weight_scale": 1.0}),
+                         CheckContext())
+    assert plain.status == "conditional" and "is negative, so no gate is certified" in plain.condition
+    assert evaluate_5_1(_contractive_spec().with_(P=None), CheckContext()).status == "n/a"
+
+
+def test_expansion_onset_brackets_the_real_crossing():
+    """Just below the reported onset the real gated product does not expand; at it, it does."""
+    stack = _contractive_spec().build()
+    cert = ns.gate_certificate(stack)
+    onset = ns.expansion_onset(stack, cert.enclosure.g_star)
+    assert onset.onset is not None and onset.onset > cert.enclosure.g_hi
+    sign = 1.0 if onset.onset == onset.onset_plus else -1.0
+    g = sign * onset.onset
+    logs = ns.product_log_norm(ns.gated_layer_jacobians(stack, [g * (1 - 2 * onset.resolution), g]))
+    assert float(logs[0]) <= 0 < float(logs[1])
+
+
+def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
+    """The first-order model without the MLP's operating-point shift (the old K_ℓ) is caught by the
+    ledger itself: K_route_error ≈ that term's size (≥ 1e-3 ≫ K_TOL)."""
+    import proofs_check.checks.stability  # noqa: F401  (registers 5.1)
+    from proofs_check.checks.stability import K_TOL, evaluate_5_1
+    from proofs_check.ledger import CheckContext, run_claim
+
+    monkeypatch.setattr(ns, "_mlp_operating_point_shift",
+                        lambda stack, xs: torch.zeros(len(stack.layers), 2, 8, 8, dtype=torch.float64))
+    v = evaluate_5_1(_contractive_spec(), CheckContext())
+    assert v.status == "fails" and v.measured["K_route_error"] >= 1e3 * K_TOL
+    assert v.counterexample == _contractive_spec().as_dict()
+    assert run_claim("5.1", CheckContext())["status"] != "verified"
+
+
+def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
+    """A certificate 20× too optimistic (past the measured onset, ≈ 8 g*) is caught by the direct
+    measurement on the real gated stack at ±0.99 g_lo."""
+    from proofs_check.checks.stability import evaluate_5_1
+    from proofs_check.ledger import CheckContext
+
+    real = ns.certify_gate_bound
+
+    def optimistic(*args, **kwargs):
+        e = real(*args, **kwargs)
+        e.g_star, e.g_lo, e.g_hi = 20 * e.g_star, 20 * e.g_lo, 20 * e.g_hi
+        return e
+
+    monkeypatch.setattr(ns, "certify_gate_bound", optimistic)
+    v = evaluate_5_1(_contractive_spec(), CheckContext())
+    assert v.status == "fails" and v.measured["log_norm_below"] > 0
+    assert v.measured["onset"] < v.predicted["g_star_lo"]
+
+
+def _scale_generated(monkeypatch, dotted: str, factor: float = 1 + 1e-3) -> None:
+    """Replace a generated function by itself × factor, in its module and wherever it was imported by name."""
+    import importlib
+    import sys
+
+    module_name, name = dotted.rsplit(".", 1)
+    original = getattr(importlib.import_module(module_name), name)
+
+    def scaled(*args, **kwargs):
+        return original(*args, **kwargs) * factor
+
+    for module in list(sys.modules.values()):
+        try:
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, scaled)
+        except Exception:  # a lazy module that refuses attribute access holds no reference
+            continue
+
+
+def _ledger_numbers(claim_id: str):
+    from proofs_check.ledger import CheckContext, run_claim
+
+    entry = run_claim(claim_id, CheckContext())
+    return entry["numeric"]["max_error"], repr(entry["numeric"]["table"])
+
+
+def _declared(claim_id: str) -> list[str]:
+    import proofs_check.checks.stability  # noqa: F401
+    from proofs_check.ledger import CLAIMS
+
+    return list(CLAIMS[claim_id].generated)
+
+
+@pytest.fixture(scope="module")
+def stability_baseline():
+    return {cid: _ledger_numbers(cid) for cid in ("5.1", "5.2")}
+
+
+@pytest.mark.parametrize("claim_id, fn", [(c, f) for c in ("5.1", "5.2") for f in _declared(c)])
+def test_declared_generated_functions_move_the_ledger(claim_id, fn, monkeypatch, stability_baseline):
+    """Each generated function a claim declares moves its max_error or table when scaled by 1 + 1e-3."""
+    _scale_generated(monkeypatch, fn)
+    assert _ledger_numbers(claim_id) != stability_baseline[claim_id]

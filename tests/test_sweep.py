@@ -217,6 +217,11 @@ def test_spec_validation_names_the_key():
         sweep_spec.parse({"sweep": [{"claim": CLAIM, "seed": [1, 2]}]})
     with pytest.raises(sweep_spec.SpecError, match=r"sweep\[0\] at heads=3: heads=3 does not divide d=4"):
         sweep_spec.parse({"sweep": [{"claim": CLAIM, "heads": [2, 3], "d": 4}]})
+    with pytest.raises(sweep_spec.SpecError, match=r"sweep\[0\]\.scale='huge' is not a scale preset"):
+        sweep_spec.parse({"sweep": [{"claim": CLAIM, "scale": "huge"}]})
+    # a preset's sizes are the base, the sweep's own axes override them
+    (task,) = expand(sweep_spec.parse({"sweep": [{"claim": CLAIM, "scale": "ci", "layers": 2}]}))
+    assert (task.spec.T, task.spec.d, task.spec.layers, task.spec.heads) == (256, 64, 2, 4)
     # 5 and 5.0 are one point of a float knob: one row key
     a, b = (expand(sweep_spec.parse({"sweep": [{"claim": CLAIM, "value_scale": v}]}))[0] for v in (5, 5.0))
     assert a.key == b.key == row_key(CLAIM, a.spec)

@@ -145,13 +145,15 @@ def evaluate_3_1(spec, ctx) -> Verdict:
     # the mode products' own size and the per-layer path ratios, both routes (relative)
     norm_err = float(((dense.persistent_norms - sd.persistent_norms).abs() / dense.persistent_norms).max())
     path_err = float(((dense.path_ratios - sd.path_ratios).abs() / dense.path_ratios).max())
+    killed = abs(1 - spec.knob("decay", 0.0) / spec.layers) < 1e-12
     resolved = tol_r <= RESOLVED      # else the eigenbasis is too ill-conditioned for the autograd route
     errors = {"mode products vs autograd r / tol": ratio_err / tol_r if resolved else 0.0,
               "‖G_{≤ℓ}(1)‖ two routes / tol": norm_err / tol_r if resolved else 0.0,
               "ρ̃_ℓ two routes / tol": path_err / tol_r if resolved else 0.0,
               "ℓ* disagreement": 0.0 if depth_agree or not resolved else math.inf,
               "r above Π ρ̃ envelope": env_excess / tol_env,
-              "THEORY ρ below 1": max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
+              # proved for hα ≠ 1; at hα = 1 the residual stream is killed and G_ℓ(0) = 0, so ρ = 0
+              "THEORY ρ below 1": 0.0 if killed else max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
     mp_bound = None
     if sd.bound_value is not None:
         mp_bound, borderline = mpmath_bound(TAU, sd.kappa, sd.rho)
@@ -292,8 +294,8 @@ def check_3_1(ctx) -> ClaimResult:
     finding = ("The paper's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is ≥ 1 for every pre-LN stack, not only 'when C_ℓ "
                "does not move the killed directions': LN₁ is translation invariant, so B_ℓ1 = 0 and G_ℓ(λ)1 = "
                "G_ℓ(1)1 for all λ, hence σ_min(G_ℓ(1)) ≤ ‖G_ℓ(λ)‖ (proved symbolically). No value_scale or "
-               f"decay can draw ρ < 1 (min over these stacks {theory_rho_min:.3f}); the bound as written is "
-               "always vacuous. Verified instead with ρ̃ = max ‖G_ℓ(λ)‖‖y_ℓ‖/‖y_{ℓ+1}‖, y_{ℓ+1} = G_ℓ(1)y_ℓ "
+               f"decay with hα ≠ 1 can draw ρ < 1 (min over these stacks {theory_rho_min:.3f}; at hα = 1 the residual "
+               "stream is killed and G_ℓ(0) = 0); otherwise the bound as written is vacuous. Verified instead with ρ̃ = max ‖G_ℓ(λ)‖‖y_ℓ‖/‖y_{ℓ+1}‖, y_{ℓ+1} = G_ℓ(1)y_ℓ "
                "(the persistent mode's growth along its own direction), for which r_m ≤ Π ρ̃_ℓ; ρ̃ < 1 with a "
                "bound inside the stack is drawn with the full kernel (κ = 1) and value_scale c ≳ 10.")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)

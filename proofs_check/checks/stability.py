@@ -93,7 +93,8 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     cert = ns.gate_certificate(stack)
     e = cert.enclosure
     G, K = cert.maps
-    J = ns.gated_layer_jacobians(stack, [0.0, FD_STEP, -FD_STEP])
+    gates = [0.0, FD_STEP, -FD_STEP] + ([BELOW * e.g_lo, -BELOW * e.g_lo] if e.certified else [])
+    J = ns.gated_layer_jacobians(stack, gates)
     K_fd = (J[1] - J[2]) / (2 * FD_STEP * stack.h)
     G_err = float((G - J[0]).abs().max() / J[0].abs().max())
     K_err = float((K - K_fd).abs().max() / K_fd.abs().max())
@@ -113,7 +114,7 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     problems = [f"{name} differs from the real layer's by {err:.2e} > {tol:.0e}"
                 for name, err, tol in (("G_ℓ", G_err, G_TOL), ("K_ℓ", K_err, K_TOL)) if err > tol]
     if e.certified:
-        below = ns.product_log_norm(ns.gated_layer_jacobians(stack, [BELOW * e.g_lo, -BELOW * e.g_lo]))
+        below = ns.product_log_norm(J[3:])
         measured["log_norm_below"] = float(below.max())
         ratios.append(max(float(below.max()), 0.0) / log_tol)
         if float(below.max()) > log_tol:
@@ -204,7 +205,7 @@ def _bisection_root(a: np.ndarray, k: np.ndarray, h: float) -> np.ndarray:
 #: |g*_Newton − g*_bisection| / g*: δg = δS/S'(g*) with δS ≈ L·eps·max|log(a + hgk)| ≈ 1e-14 and
 #: g*S'(g*) ≳ 1e-2 on these draws: ≲ 1e-12; 1e-10 leaves room.
 ROOT_TOL = 1e-10
-#: μ and g₁ = μ/mean(k/a) against the direct formula: a sum of L logs, relative ≲ L·eps; 1e-12.
+#: μ, g₁ = μ/mean(k/a) and S(g) against the direct formula: a sum of L logs, relative ≲ L·eps; 1e-12.
 FORMULA_TOL = 1e-12
 
 
@@ -257,9 +258,14 @@ def check_5_1(ctx) -> ClaimResult:
     gen_ = torch.Generator().manual_seed(ctx.seed + 52)
     frac = 2 * torch.rand(batch, generator=gen_, dtype=torch.float64) - 1  # g/g* in (−1, 1)
     g = torch.nan_to_num(g_star * frac)[ok]
+    # S(g) itself at |g| ≤ g*: the generated per-layer terms against numpy's sum of logs
+    g_abs = g.abs().numpy()
+    S_direct = np.log(an[sel] + h * g_abs[:, None] * kn[sel]).sum(-1)
+    S_err = float(np.max(np.abs(ns.log_growth(a[ok], k[ok], h, g.abs()).numpy() - S_direct)
+                         / np.maximum(1.0, np.abs(S_direct)))) if sel.any() else 0.0
     log_norm = torch.log(ns.spectral_norm(ns.gated_product(G[ok], K[ok], h, g)))
     worst_abstract = float(log_norm.max()) if log_norm.numel() else -math.inf
-    abstract_ratio = max(root_err / ROOT_TOL, mu_err / FORMULA_TOL, g1_err / FORMULA_TOL,
+    abstract_ratio = max(root_err / ROOT_TOL, mu_err / FORMULA_TOL, g1_err / FORMULA_TOL, S_err / FORMULA_TOL,
                          max(worst_abstract, 0.0) / _rounding_tol(layers, dim))
 
     # interval certificate of one system: the enclosure contains the 50-digit root
@@ -272,7 +278,7 @@ def check_5_1(ctx) -> ClaimResult:
     # real contractive stacks: the certificate against the real gated stack
     verdicts = [evaluate_on("5.1", spec, ctx) for spec in _specs_5_1("preln", ctx)]
     rows = [{"part": "abstract systems", "g_star_vs_bisection": root_err, "mu_vs_direct": mu_err,
-             "g_small_h_vs_direct": g1_err, "max_log_norm_below_g_star": worst_abstract}]
+             "g_small_h_vs_direct": g1_err, "S_vs_direct": S_err, "max_log_norm_below_g_star": worst_abstract}]
     for v in verdicts:
         m, p = v.measured, v.predicted
         rows.append({"part": StackSpec.from_dict(v.spec).label(), "status": v.status, "mu": p.get("mu"),
@@ -286,7 +292,7 @@ def check_5_1(ctx) -> ClaimResult:
     numeric = NumericResult(
         cases=int(ok.sum()) + len(verdicts), max_error=error, tolerance=1.0,
         detail=f"largest error/tolerance over: {int(ok.sum())} random systems (g* vs bisection {root_err:.1e} "
-               f"≤ {ROOT_TOL:.0e}, μ and μ/mean(k/a) vs direct {max(mu_err, g1_err):.1e} ≤ {FORMULA_TOL:.0e}, "
+               f"≤ {ROOT_TOL:.0e}, μ, μ/mean(k/a) and S(g) vs direct {max(mu_err, g1_err, S_err):.1e} ≤ {FORMULA_TOL:.0e}, "
                f"max log‖Π(G_ℓ + hgK_ℓ)‖ at |g| < g* {worst_abstract:.3e} ≤ 0) and {len(verdicts)} contractive "
                f"stacks (G_ℓ, K_ℓ vs the real gated layer by autograd ≤ {G_TOL:.0e}, {K_TOL:.0e}; the real "
                f"product at ±{BELOW} g_lo does not expand; measured onset ≥ g_lo); "
@@ -316,6 +322,24 @@ def check_5_1(ctx) -> ClaimResult:
                              "alone shrinks x̄_ℓ and pre-LN's 1/σ(x̄_ℓ) then makes the slow-mode maps expand. "
                              "Measured onset of expansion of the real gated stacks / certified g_lo: "
                              + (", ".join(f"{r:.2f}" for r in onsets) or "no expansion up to 64 g*") + ".")
+
+
+def _condition_error(A: torch.Tensor, K: torch.Tensor, h: float, kind: str) -> float:
+    """max |Σ_j c_j g^j − condition(A + hgK)| / max(1, |condition|) over g ∈ {−2, −0.5, 0.7, 3}: the
+    generated coefficient rows (c₀, c₁, c₂) against the conditions computed from tr and det of the
+    2×2 matrix itself (Jury: p(1), p(−1), 1 − det; Routh–Hurwitz: −tr, det).  Entries O(1), g ≤ 3:
+    rounding ≲ 1e-14."""
+    coeffs = (ns.gen.jury_coefficients(A, K, torch.tensor(h, dtype=A.dtype)) if kind == "jury"
+              else ns.gen.routh_hurwitz_coefficients(A, K))
+    worst = 0.0
+    for g in (-2.0, -0.5, 0.7, 3.0):
+        M = A + h * g * K
+        tr, det = M.diagonal(dim1=-2, dim2=-1).sum(-1), torch.linalg.det(M)
+        direct = (torch.stack([1 - tr + det, 1 + tr + det, 1 - det], -1) if kind == "jury"
+                  else torch.stack([-tr, det], -1))
+        poly = coeffs[..., 0] + coeffs[..., 1] * g + coeffs[..., 2] * g * g
+        worst = max(worst, float(((poly - direct).abs() / direct.abs().clamp_min(1.0)).max()))
+    return worst
 
 
 @claim("5.2", title="Tightness of the gate bound; exact 2×2 boundaries", family="stability",
@@ -362,12 +386,27 @@ def check_5_2(ctx) -> ClaimResult:
     h2 = 1.0 / 12
     ratio_aligned = ns.discrete_norm_gate_bound(G2[:, 0], K2[:, 0], h2) / ns.jury_gate_radius(G2[:, 0], K2[:, 0], h2)
     ratio_err = float((ratio_aligned - 1).abs().max())
+    # 2×2 aligned, continuous: F = G − I (top eigenvalue closest to 0) with K: μ/κ = the Routh–Hurwitz radius
+    F2 = G2[:, 0] - torch.eye(2, dtype=torch.float64)
+    ratio_cont = ns.continuous_norm_gate_bound(F2, K2[:, 0]) / ns.routh_hurwitz_gate_radius(F2, K2[:, 0])
+    ratio_cont_err = float((ratio_cont - 1).abs().max())
+    # the generated condition polynomials against trace and determinant of the matrices themselves
+    Gd, Kd = ns.random_discrete_2x2(batch, ctx.seed + 65, h2)
+    Fc, Kc = ns.random_continuous_2x2(batch, ctx.seed + 66)
+    cond_err = max(_condition_error(Gd, Kd, h2, "jury"), _condition_error(Fc, Kc, 1.0, "routh_hurwitz"))
     tol = max(_rounding_tol(layers, dim), 1e-9)  # the 2×2 ratio goes through polynomial roots: cond ~ 1e3 · eps
-    error = max(errors + [ratio_err]) if signs_ok else math.inf
+    error = max(errors + [ratio_err, ratio_cont_err, cond_err]) if signs_ok else math.inf
     numeric = NumericResult(
-        cases=2 * int(sel.sum()) + batch, max_error=error, tolerance=tol,
+        cases=2 * int(sel.sum()) + 2 * batch, max_error=error, tolerance=tol,
         detail=f"{int(sel.sum())} aligned systems: log‖Π‖ − S(g) at g*(1∓{delta}) within {max(errors):.2e}, "
-               f"non-expanding below and expanding above: {signs_ok}; 2×2 aligned: |g*_norm/g*_Jury − 1| ≤ {ratio_err:.2e}")
+               f"non-expanding below and expanding above: {signs_ok}; 2×2 aligned: |g*_norm/g*_Jury − 1| ≤ "
+               f"{ratio_err:.2e}, continuous |(μ/κ)/g*_RH − 1| ≤ {ratio_cont_err:.2e}; generated Jury and "
+               f"Routh–Hurwitz polynomials vs tr/det of G + hgK, F + gK at random g: {cond_err:.2e}",
+        table=[{"part": f"aligned, {layers} layers, g*(1 − δ)", "max |log‖Π‖ − S(g)|": errors[0]},
+               {"part": f"aligned, {layers} layers, g*(1 + δ)", "max |log‖Π‖ − S(g)|": errors[1]},
+               {"part": "2×2 aligned discrete", "max |g*_norm/g*_Jury − 1|": ratio_err},
+               {"part": "2×2 aligned continuous", "max |(μ/κ)/g*_RH − 1|": ratio_cont_err},
+               {"part": "Jury / Routh–Hurwitz polynomials vs tr, det", "max relative error": cond_err}])
 
     # control: misaligned random 2×2 draws — the bound is conservative, as Jury / Routh–Hurwitz predict
     n2 = 300 if ctx.quick else 3000

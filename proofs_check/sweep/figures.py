@@ -5,7 +5,7 @@ sweep's other varied axes), the cell colour is the measured column ``value`` agg
 seeds (median by default).  Over it the theory's predicted boundary is drawn: ``boundary`` is a
 predicted column giving the x (or, with ``boundary_axis = "y"``, the y) at which the claim is
 predicted to flip, one point per row of the grid; ``contour`` draws the level set ``level`` of a
-column.  Cells where any seed's verdict is *fails* are marked ×, cells where every verdict is *n/a*
+column as the cell edges between cells on either side of it.  Cells where any seed's verdict is *fails* are marked ×, cells where every verdict is *n/a*
 are hatched.  Axes are drawn by index (values as tick labels), so uneven and categorical grids
 read alike; a boundary value between two grid values is placed by linear interpolation.
 """
@@ -164,9 +164,7 @@ def _panel(ax, part, sweep, fig, where: dict, limits: tuple) -> None:
             cell = part[(part[fig.x] == x) & (part[fig.y] == y)]
             if not cell.empty:
                 level_grid[i, j] = _aggregate(cell["_contour"], fig.aggregate)
-        if np.isfinite(level_grid).sum() >= 4 and np.nanmin(level_grid) < fig.level < np.nanmax(level_grid):
-            ax.contour(np.arange(len(xs)), np.arange(len(ys)), level_grid, levels=[fig.level],
-                       colors="white", linewidths=2)
+        if _level_edges(ax, level_grid, fig.level):
             ax.plot([], [], color="white", lw=2, label=label)
     ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
     ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
@@ -175,6 +173,21 @@ def _panel(ax, part, sweep, fig, where: dict, limits: tuple) -> None:
     ax.set_title(", ".join(f"{k}={v}" for k, v in where.items()) or "all points", fontsize=9)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="upper right", framealpha=0.7)
+
+
+def _level_edges(ax, grid: np.ndarray, level: float) -> bool:
+    """Draw the cell edges that separate cells above ``level`` from cells at or below it (the level
+    set on a discrete grid, with no interpolation between grid values); True if any was drawn."""
+    side = np.where(np.isfinite(grid), grid > level, np.nan)
+    segments = []
+    for i, j in itertools.product(range(grid.shape[0]), range(grid.shape[1])):
+        if j + 1 < grid.shape[1] and abs(side[i, j] - side[i, j + 1]) == 1:
+            segments.append(([j + 0.5, j + 0.5], [i - 0.5, i + 0.5]))
+        if i + 1 < grid.shape[0] and abs(side[i, j] - side[i + 1, j]) == 1:
+            segments.append(([j - 0.5, j + 0.5], [i + 0.5, i + 0.5]))
+    for sx, sy in segments:
+        ax.plot(sx, sy, color="white", lw=2.5, solid_capstyle="round")
+    return bool(segments)
 
 
 def _boundary_curve(ax, part, fig, xs, ys, label: str) -> None:

@@ -89,9 +89,8 @@ def sweep_tasks(spec, sweep, device: str = "cpu") -> list[Task]:
 
 
 def check_grid(spec) -> None:
-    """Every grid point's stack configuration must be valid (checked without building a stack)."""
-    from proofs_check.sweep.spec import SpecError
-
+    """Every grid point's stack configuration must be valid (checked without building a stack);
+    ValueError naming the sweep, the point and the parameter."""
     for sweep in spec.sweeps:
         checked = set()
         for point in points(sweep):
@@ -105,14 +104,11 @@ def check_grid(spec) -> None:
                 validate_config(StackConfig(T=s.T, d=s.d, layers=s.layers, heads=s.heads, kernel=s.kernel, P=s.P,
                                             seed=s.seed, arch=s.arch, **dict(s.knobs)))
             except ValueError as exc:
-                raise SpecError(f"{sweep.where} at {where}: {exc}") from None
+                raise ValueError(f"{sweep.where} at {where}: {exc}") from None
 
 
 def scale_presets() -> dict:
-    """Scale presets by name, as ``StackSpec``s (empty when no preset module is installed)."""
-    try:
-        from numerics import scale
-    except ImportError:
-        return {}
-    presets = getattr(scale, "PRESETS", {})
-    return {name: (p if isinstance(p, StackSpec) else StackSpec(**p)) for name, p in presets.items()}
+    """The scale presets (``numerics.presets``) by name, as ``StackSpec``s."""
+    from numerics.presets import PRESET_NAMES, preset
+
+    return {name: preset(name) for name in PRESET_NAMES}

@@ -209,7 +209,10 @@ def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> 
                      profile=profile, batch=batch, source=source)
     from proofs_check.sweep.grid import check_grid
 
-    check_grid(spec)
+    try:
+        check_grid(spec)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
     return spec
 
 
