@@ -1,8 +1,8 @@
 """`fastslow bench`: every benchmark section, a readable table, and the JSON dict.
 
 Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritten``,
-``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists), ``sweep``
-and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
+``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists), ``sweep``,
+``scale`` (benchmarks/scale.py) and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
 broken piece does not hide the others' numbers; ``machine["section_errors"]`` lists them.
 """
 
@@ -56,6 +56,9 @@ def _sections(quick: bool, device: str, note):
     from benchmarks import sweep
 
     yield "sweep", lambda: sweep.run(quick, device)
+    from benchmarks import scale
+
+    yield "scale", lambda: scale.run(quick, device)
 
 
 def run_benchmarks(quick: bool, device: str) -> dict:
@@ -138,6 +141,11 @@ def format_table(results: dict) -> str:
                      f"{sw['scaling_efficiency']:.2f}; cluster overhead {sw['overhead_seconds_per_task'] * 1e3:.0f} ms "
                      f"per task (serial {sw['serial_seconds_per_stack'] * 1e3:.0f} ms per stack; load "
                      f"{sw['load_average_1min'][0]:.1f})")
+    sc = results.get("scale")
+    if sc and "error" not in sc:
+        from benchmarks.scale import format_lines
+
+        lines += format_lines(sc)
     for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

@@ -34,8 +34,12 @@ def unit_roundoff(dtype: torch.dtype) -> float:
     return UNIT_ROUNDOFF[dtype]
 
 
-def rounding_tolerance(T: int, d: int, layers: int, dtype: torch.dtype, mlp_ratio: int = 4) -> float:
-    """γ = L·(2T + (3 + 2·mlp_ratio)·d)·u: the worst-case relative rounding of J·V by either route.
+def rounding_tolerance(T: int, d: int, layers: int, dtype: torch.dtype, mlp_ratio: int = 4,
+                       model: str = "worst") -> float:
+    """γ = n·u with n = L·(2T + (3 + 2·mlp_ratio)·d): the worst-case relative rounding of J·V by either route
+    (``model="worst"``), or the probabilistic bound γ = 4·√n·u (``model="probabilistic"``: rounding
+    errors as independent zero-mean variables, Higham & Mary 2019, λ = 4), which float32 runs use
+    because the worst case (≈ 7e-3 at GPT-2-small size) would hide first-order departures.
 
     A length-n dot product has relative error ≤ n·u (times Σ|aᵢbᵢ|/|Σaᵢbᵢ|, which the callers
     account for with the term-norm ratio of :meth:`JacobianAction.apply`).  Per layer the autograd
@@ -43,7 +47,12 @@ def rounding_tolerance(T: int, d: int, layers: int, dtype: torch.dtype, mlp_rati
     and over the MLP width twice (W₁, W₂); the polynomial route sums over d per product and over T
     per kernel application, which is less.  Summed over L layers.
     """
-    return layers * (2 * T + (3 + 2 * mlp_ratio) * d) * unit_roundoff(dtype)
+    n = layers * (2 * T + (3 + 2 * mlp_ratio) * d)
+    if model == "worst":
+        return n * unit_roundoff(dtype)
+    if model == "probabilistic":
+        return 4.0 * math.sqrt(n) * unit_roundoff(dtype)
+    raise ValueError(f"model={model!r} is not one of worst, probabilistic")
 
 
 # ---- the frozen kernel as an operator ---------------------------------------------------------

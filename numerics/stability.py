@@ -1,7 +1,7 @@
-"""Stability margin μ and gate bound g* (THEORY.md §5; Claims 5.1, 5.2) — numerics.
+"""Stability margin μ and gate bound g* (docs/theory.md §5; Claims 5.1, 5.2) — numerics.
 
 Every formula comes from ``numerics.generated.stability`` (derived in
-``theory/stability.py``).  Three layers of functionality:
+``theory/stability.py``).  Four layers of functionality:
 
 * **abstract per-layer systems** — norms a_ℓ = ‖G_ℓ‖, k_ℓ = ‖K_ℓ‖ (batched, last dim = layers):
   ``log_growth`` S(g), ``stability_margin`` μ, ``solve_gate_bound`` g* (batched Newton from
@@ -14,13 +14,16 @@ Every formula comes from ``numerics.generated.stability`` (derived in
 * **2×2 exact boundaries** — ``jury_gate_radius`` (discrete G + hgK) and
   ``routh_hurwitz_gate_radius`` (continuous F + gK) from the generated condition polynomials;
 * **real stacks** — ``slow_mode_maps`` (per-layer G_ℓ and K_ℓ on the n·d slow, block-mean
-  modes at the token-homogeneous reference) and ``gate_certificate(stack)``.
+  modes at the token-homogeneous reference), ``gate_certificate(stack)``,
+  ``gated_layer_jacobians`` and ``expansion_onset`` (the real gated stack, measured).
 
-Reconstruction (THEORY.md §5): the gated layer map on the slow modes is G_ℓ + h g K_ℓ with
-G_ℓ = Π J_ℓ Π⁺ (the fast layer Jacobian at the gate-0 reference, compressed to block means
-in orthonormal coordinates) and K_ℓ = (I_n ⊗ (I + C_ℓ)) · Π D slow_ℓ Π⁺ (the slow branch's
-Jacobian carried through the MLP stage).  The O(g) shift of the MLP's operating point by the
-slow output is left out: it changes the Jacobian by O(h² g), an O(h) relative correction.
+Reconstruction (docs/theory.md §5): the gated layer map on the slow modes is G_ℓ + h g K_ℓ with
+G_ℓ = Π J_ℓ Π⁺ (the fast layer Jacobian at the gate-0 reference, compressed to block means) and
+K_ℓ = (1/h) ∂_g Π J_ℓ(g) Π⁺ at g = 0, the derivative of the real gated layer's block-mean
+Jacobian in its gate: the slow branch's Jacobian carried through the MLP stage plus the shift of
+the MLP's operating point by the slow output (``slow_mode_maps``).  ``gated_layer_jacobians``
+(the whole gated layer by autograd, at any gate) and ``expansion_onset`` measure the real stack
+against the certificate.
 """
 
 from __future__ import annotations
@@ -658,11 +661,11 @@ class Onset:
 
 
 def expansion_onset(stack, scale: float, *, xbar: torch.Tensor | None = None, cap_factor: float = 64.0,
-                    grid: int = 10, rounds: int = 2) -> Onset:
+                    grid: int = 8, rounds: int = 2) -> Onset:
     """Measure the onset of expansion of the real gated stack in |g|, for both signs of g.
 
-    The coarse search runs over gates scale·2^j, j = −1 … log₂(cap_factor) (``scale``: e.g. the
-    certified g*); the first coarse bracket [lo, 2 lo] where log‖Π_ℓ ΠJ_ℓ(g)Π⁺‖ turns positive
+    The coarse search runs over gates 0 and scale·2^j, j = 0 … log₂(cap_factor) (``scale``: e.g.
+    the certified g*); the first coarse bracket [lo, 2 lo] where log‖Π_ℓ ΠJ_ℓ(g)Π⁺‖ turns positive
     is refined ``rounds`` times on ``grid`` interior points (both signs in one batch), so the
     onset is known to relative width ``resolution`` = 1/(grid + 1)^rounds.  The first crossing is
     reported: a non-monotone norm could dip back below 1 further out.
@@ -670,7 +673,7 @@ def expansion_onset(stack, scale: float, *, xbar: torch.Tensor | None = None, ca
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale={scale!r} must be a positive number (e.g. the certified g*)")
     stack = at_zero_gate(stack)
-    coarse = scale * 2.0 ** torch.arange(-1, int(math.log2(cap_factor)) + 1, dtype=torch.float64)
+    coarse = scale * 2.0 ** torch.arange(0, int(math.log2(cap_factor)) + 1, dtype=torch.float64)
     coarse = torch.cat([torch.zeros(1, dtype=torch.float64), coarse])
     log_norms = product_log_norm(gated_layer_jacobians(stack, torch.cat([coarse, -coarse[1:]]), xbar))
     evaluations = 2 * coarse.numel() - 1

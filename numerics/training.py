@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -202,7 +203,8 @@ def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tenso
                        "curves": curves, **(extra_manifest or {})})
 
     end = opt_cfg.steps if stop_after is None else min(stop_after, opt_cfg.steps)
-    bar = tqdm(range(start, end), desc=desc, leave=False, disable=not progress, initial=start,
+    tty = sys.stderr.isatty()  # off a terminal: one line per validation instead of a bar
+    bar = tqdm(range(start, end), desc=desc, leave=False, disable=not progress or not tty, initial=start,
                total=opt_cfg.steps)
     for step in bar:
         t0 = time.perf_counter()
@@ -228,6 +230,9 @@ def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tenso
             curves["eval_loss"].append(float(per_seq.mean()))
             if step + 1 == opt_cfg.steps:
                 curves["final_eval_per_seq"] = per_seq.tolist()
+            if progress and not tty:
+                print(f"{desc}: step {step + 1}/{opt_cfg.steps}, train loss {loss.item():.3f}, validation "
+                      f"{curves['eval_loss'][-1]:.3f}", file=sys.stderr, flush=True)
         curves["seconds"] += time.perf_counter() - t0
         if progress:
             post = {"loss": f"{curves['train_loss'][-1]:.3f}", "tok/s": f"{curves['tokens'] / curves['seconds']:.0f}"}
@@ -446,7 +451,7 @@ def source_key(modules: tuple[str, ...], config, root: str | os.PathLike | None 
     root = Path(root) if root is not None else REPO
     h = hashlib.sha256()
     h.update(json.dumps(config, sort_keys=True, default=str).encode())
-    h.update(f"torch {torch.__version__} python {'.'.join(map(str, __import__('sys').version_info[:3]))}".encode())
+    h.update(f"torch {torch.__version__} python {'.'.join(map(str, sys.version_info[:3]))}".encode())
     for name, path in sorted(source_closure(modules, root).items()):
         h.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()[:20]

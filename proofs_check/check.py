@@ -121,9 +121,12 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
             claims.append({"id": cid, "title": title, "status": "n/a", "reason": reason, "verdict": None})
             continue
         bar.set_postfix_str(cid)
-        verdict = on_stack.evaluate(cid, spec, ctx)
+        verdict = evaluate_trained(cid, spec, ctx)
         claims.append({"id": cid, "title": title, "status": verdict.status, "reason": verdict.reason,
                        "verdict": verdict.as_dict(), "seconds": verdict.seconds})
+        if progress and not sys.stderr.isatty():
+            print(f"  {cid} on the trained stack: {verdict.status} ({verdict.seconds:.1f} s)", file=sys.stderr,
+                  flush=True)
     curves = manifest["curves"]
     stack = {"trained": True, "checkpoint": str(checkpoint), "config": manifest["config"],
              "spec": spec.as_dict(), "step": manifest["step"], "corpus": manifest.get("corpus"),
@@ -131,6 +134,20 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
              "gates": [g[-1] for g in curves.get("gates", [])], "git": manifest.get("git")}
     return {"claims": claims, "stack": stack, "environment": environment(device),
             "options": {"profile": profile, "quick": quick, "stack": str(checkpoint)}}
+
+
+def evaluate_trained(claim_id: str, spec, ctx):
+    """``on_stack.evaluate`` on a trained spec.  An evaluation that needs stacks of another shape
+    than the checkpoint's (it varies the depth, the weight path, ...) cannot run on trained
+    weights: its verdict is n/a, with the refusal as the reason, not a failure of the claim."""
+    from proofs_check import on_stack
+
+    verdict = on_stack.evaluate(claim_id, spec, ctx)
+    if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
+        verdict.status = "n/a"
+        verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
+                          + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
+    return verdict
 
 
 def format_stack_table(ledger: dict) -> str:

@@ -167,7 +167,7 @@ def cmd_simulate(args) -> int:
                        kernel=args.kernel, gate=args.gate, seed=args.seed, device=_device(args.device),
                        slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay,
                        strict=args.strict, ln_gain=args.ln_gain, weight_scale=args.weight_scale,
-                       certificate=args.certificate)
+                       certificate=args.certificate, max_memory=args.max_memory)
     print(format_summary(summary), file=_table_stream(args))
     if args.json:
         write_json(args.json, summary)

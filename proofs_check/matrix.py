@@ -69,11 +69,20 @@ def preln_cell(entry: dict) -> dict:
 
 
 def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims: list[str] | None = None,
-               ledger: dict | None = None, device: str = "cpu", progress: bool = False) -> dict:
-    """The grid: every claim × every variant (or the selection); preln from the ledger."""
+               ledger: dict | None = None, device: str = "cpu", progress: bool = False,
+               trained: bool | None = None, cache_dir: str | None = None) -> dict:
+    """The grid: every claim × every variant (or the selection); preln from the ledger.
+
+    The ``trained`` column (by default when no variant is selected, or when ``only_arch``
+    names it) is each on-stack claim on the small pre-LN stack trained on text
+    (``proofs_check.train.default_checkpoint``, trained on first use and cached).
+    """
     from numerics.architectures import ARCHS, check_arch
 
-    archs = [check_arch(a) for a in (only_arch or ARCHS)]
+    if trained is None:
+        trained = only_arch is None or "trained" in only_arch
+    selected = [a for a in (only_arch or []) if a != "trained"]
+    archs = [check_arch(a) for a in selected] if selected else ([] if only_arch else list(ARCHS))
     ids = claims or list(CLAIM_IDS)
     unknown = [c for c in ids if c not in CLAIM_IDS]
     if unknown:
@@ -100,7 +109,41 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
             if progress:
                 print(f"  {c} × {arch}", flush=True)
             cells.append(evaluate(c, arch, ctx))
+    if trained:
+        cells += trained_cells(ids, ctx, cache_dir, progress)
+        archs = [*archs, "trained"]
     return {"cells": cells, "options": {"quick": quick, "archs": archs, "claims": ids}}
+
+
+def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, progress: bool) -> list[dict]:
+    """The ``trained`` column: each claim's on-stack evaluation on the default trained stack."""
+    from numerics import checkpoint as ckpt
+    from numerics.spec import StackSpec
+    from numerics.training import default_cache_dir
+    from proofs_check import on_stack as O
+    from proofs_check.check import evaluate_trained
+    from proofs_check.train import default_checkpoint
+
+    path = default_checkpoint(cache_dir or default_cache_dir(), progress=progress)
+    manifest = ckpt.read_manifest(path)
+    spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64", "checkpoint": str(path)})
+    trained = {"checkpoint": str(path), "step": manifest["step"], "corpus_sha256": manifest["corpus"]["sha256"],
+               "validation_loss": manifest["curves"]["eval_loss"][-1]}
+    cells = []
+    for c in ids:
+        if progress:
+            print(f"  {c} × trained", flush=True)
+        if c in O.ARCH_FREE:
+            cells.append(_cell(c, "trained", "n/a", O.ARCH_FREE[c]))
+        elif c not in O.ON_STACK:
+            cells.append(_cell(c, "trained", "n/a", "no on-stack form: the claim is not a statement about one "
+                                                    "given stack"))
+        else:
+            v = evaluate_trained(c, spec, ctx)
+            evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2),
+                            trained=trained)
+            cells.append(_cell(c, "trained", v.status, v.condition or v.reason, evidence, v.counterexample))
+    return cells
 
 
 # ----------------------------------------------------------------------------- output

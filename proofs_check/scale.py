@@ -91,14 +91,22 @@ class ScaleRun:
     dtype: str = "float64"
     device: str = "cpu"
     seed: int = 0
+    sizes: tuple | None = None     # (T, d, layers, heads) instead of the preset's (name "custom")
     cache: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        check_preset(self.name)
-        self.spec = preset(self.name, dtype=self.dtype, device=self.device, seed=self.seed)
+        if self.sizes is None:
+            check_preset(self.name)
+            self.spec = preset(self.name, dtype=self.dtype, device=self.device, seed=self.seed)
+        else:
+            T, d, layers, heads = self.sizes
+            self.spec = preset("toy", dtype=self.dtype, device=self.device, seed=self.seed).with_(
+                T=T, d=d, layers=layers, heads=heads)
         self.tdtype = DTYPES[self.dtype]
         T, d, L = self.spec.T, self.spec.d, self.spec.layers
-        self.gamma = mf.rounding_tolerance(T, d, L, self.tdtype)
+        # float64: the worst-case dot-product bound; float32: the probabilistic one (numerics.matrix_free)
+        self.gamma = mf.rounding_tolerance(T, d, L, self.tdtype,
+                                           model="worst" if self.dtype == "float64" else "probabilistic")
         self.delta = DELTAS[self.dtype]
 
     def size(self) -> dict:
@@ -297,7 +305,7 @@ def scale_1_2(run: ScaleRun) -> ClaimResult:
     err = float(mf.relative_errors(ordered[None], jv[None]))
     measured = float(mf.relative_errors(reversed_[None], jv[None]))
     predicted = float(mf.relative_errors(reversed_[None], ordered[None]))
-    ok = measured > 100 * tol and abs(measured - predicted) <= tol * (1 + predicted)
+    ok = measured > 10 * tol and abs(measured - predicted) <= tol * (1 + predicted)
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, err, tol, f"‖Π_ℓ J_ℓ V − jvp‖/‖jvp‖ = {err:.2e} (one probe at 1x̄ᵀ; "
                                                    f"layer maps from the generated B_ℓ, C_ℓ); tolerance κ·γ = "
@@ -329,7 +337,7 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
     tol = kappa * run.gamma
     e = _inhomogeneous_control(run)
     ratio = e[0] / e[1]
-    ok = e[1] > 100 * tol and abs(ratio / 2 - 1) <= SLOPE_TOL / 2
+    ok = e[1] > 10 * tol and abs(ratio / 2 - 1) <= SLOPE_TOL / 2
     ks = mf.representable_causal_modes(run.spec.T, 16)
     return ClaimResult(
         symbolic=[], numeric=_numeric(len(ks), err, tol,
@@ -358,7 +366,7 @@ def scale_2_2(run: ScaleRun) -> ClaimResult:
     tol = run.gamma * float(run.predicted_V()[1])
     res_measured = float(mf.relative_errors(base[None], measured[None]))
     err = max(abs(slope_a - 1) / SLOPE_TOL, abs(slope_b - 1) / SLOPE_TOL, match / tol)
-    ok = res_measured > 100 * tol and abs(res_measured - res[run.delta]) <= tol * (1 + res[run.delta])
+    ok = res_measured > 10 * tol and abs(res_measured - res[run.delta]) <= tol * (1 + res[run.delta])
     return ClaimResult(
         symbolic=[], numeric=_numeric(3, err, 1.0,
                                       f"(a) inhomogeneous reference: residual slope {slope_a:.3f}; (b) token-mixing "
@@ -385,7 +393,7 @@ def scale_2_3(run: ScaleRun) -> ClaimResult:
     normwise = float(torch.linalg.matrix_norm(pred - jv)) / (sigma * float(torch.linalg.matrix_norm(run.probe()[0])))
     e = _inhomogeneous_control(run)
     ratio = e[0] / e[1]
-    ok = e[1] > 100 * tol and abs(ratio / 2 - 1) <= SLOPE_TOL / 2
+    ok = e[1] > 10 * tol and abs(ratio / 2 - 1) <= SLOPE_TOL / 2
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, err, tol,
                                       f"‖Σ_m A^m V K_mᵀ − jvp‖/‖jvp‖ = {err:.2e} (one Gaussian probe), tolerance "
@@ -405,7 +413,7 @@ def scale_2_4(run: ScaleRun) -> ClaimResult:
     tol = run.gamma
     # at 1x̄ᵀ + δN the attention matrices move by O(δ) (scores differ across a row), and they act on
     # value rows that differ by O(δ) (δA·1 = 0 kills the common part): D_θX_L is O(δ²), slope 2
-    ok = r[1] > tol and abs(slope - 2) <= SLOPE_TOL
+    ok = r[1] > 10 * max(r0, tol / 1e3) and abs(slope - 2) <= SLOPE_TOL   # well above the reference's rounding floor r0
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, r0, tol,
                                       f"‖D_(W_Q,W_K) X_L[δθ]‖/‖J·V‖ = {r0:.2e} at 1x̄ᵀ (δθ and V with unit-rms "
@@ -525,6 +533,12 @@ def scale_4_1(run: ScaleRun) -> ClaimResult:
     """Decaying-bundle offsets move wᵀX_L at second order, mean-carrying ones at first order (full kernel)."""
     st = run.stack("full-slow")
     xbar = run.xbar()
+    if run.dtype != "float64":
+        # the second-order response (≈ 1e-8 at δ = 1e-2) is below float32 rounding of X_L (≈ 1e-7):
+        # measured on a float64 copy of the same stack
+        import copy
+
+        st, xbar = copy.deepcopy(st).to(torch.float64), xbar.to(torch.float64)
     deltas = torch.tensor([1e-3, 1e-2], dtype=torch.float64)
     dec = nv.persistent_response(st, xbar, nv.decaying_offset(st, run.seed + 7), deltas)
     p_mean = nv.mean_carrying_offset(st, run.seed + 8)
@@ -596,10 +610,11 @@ def scale_5_1(run: ScaleRun) -> ClaimResult:
     N = Gs.shape[-1]
     layers = st.config.layers
     # the certificate of ns.gate_certificate, from the same maps (computed once): float64 spectral norms,
-    # enclosure proved for every norm within 16·N·eps of them
+    # enclosure proved for every norm within 16·N·eps of them (eps of the stack's dtype)
     norms = ns.spectral_norm(torch.stack([Gs, Ks])).to(torch.float64).cpu()
-    e = ns.certify_gate_bound(norms[0], norms[1], st.h, rel_err=16 * N * ns.EPS64)
-    tol = 10.0 * layers * N * mf.unit_roundoff(torch.float64)
+    eps = 2 * mf.unit_roundoff(run.tdtype)
+    e = ns.certify_gate_bound(norms[0], norms[1], st.h, rel_err=16 * N * eps)
+    tol = 10.0 * layers * N * mf.unit_roundoff(run.tdtype)   # L products of N×N maps, ≤ L·N·u each, ×10 for the SVD
     worst = -math.inf
     if e.certified:
         for f in (-0.99, 0.5, 0.99):
@@ -686,7 +701,8 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
             print(f"[scale {name}] claim {cid}: {c['status']} in {c['seconds']:.1f} s, peak RSS "
                   f"{c['peak_rss_gib']:.2f} GiB", file=sys.stderr, flush=True)
     return {"claims": claims, "environment": environment(device),
-            "options": {"scale": name, "dtype": dtype, "seed": seed, **run.size()},
+            "options": {"profile": f"--scale {name}", "quick": False, "scale": name, "dtype": dtype, "seed": seed,
+                        **run.size()},
             "seconds": time.perf_counter() - start,
             "peak_rss_gib": max([c.get("peak_rss_gib", 0.0) for c in claims] + [peak_rss_gib()])}
 
@@ -704,5 +720,6 @@ def format_sizes(ledger: dict) -> str:
         err = f"{num['max_error']:.2e} ≤ {num['tolerance']:.1e}" if num else "-"
         lines.append(f"  {c['id']:4s} {c['status']:9s} at {where}: error {err}, {c.get('seconds', 0):.1f} s, "
                      f"peak RSS {c.get('peak_rss_gib', 0):.2f} GiB")
-    lines.append(f"  total {ledger.get('seconds', 0):.1f} s, peak RSS {ledger.get('peak_rss_gib', 0):.2f} GiB")
+    lines.append(f"  total {ledger.get('seconds', 0):.1f} s, peak RSS {ledger.get('peak_rss_gib', 0):.2f} GiB "
+                 "(the scale forms are numeric; the symbolic steps are the ledger's, fastslow check)")
     return "\n".join(lines)

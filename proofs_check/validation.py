@@ -344,8 +344,23 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _writable(folder: Path) -> bool:
+    """Can a file be created in ``folder``?  Tried, not inferred from mode bits (root, read-only mounts)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder, prefix=".fastslow-probe."):
+            return True
+    except OSError:
+        return False
+
+
 def check_output_file(path, name: str = "--json") -> str | None:
-    """Refuse, before the run, an output file that cannot be written; ``-`` is standard output."""
+    """Refuse, before the run, an output file that cannot be written; ``-`` is standard output.
+
+    The path must not be empty or a folder; an existing FIFO or device must be writable (it is
+    written in place); otherwise its folder must exist and accept a new file (the temporary file).
+    """
     if path is None:
         return None
     if not isinstance(path, (str, os.PathLike)):
@@ -360,21 +375,22 @@ def check_output_file(path, name: str = "--json") -> str | None:
     target = Path(text)
     if target.is_dir():
         raise InvalidInput(f"{name} {text}: is a directory, not a file")
-    if target.exists():
+    if target.exists() and not target.is_file():  # FIFO or device: written in place
         if not os.access(target, os.W_OK):
             raise InvalidInput(f"{name} {text}: not writable")
-        if not target.is_file():  # FIFO or device: written in place
-            return text
-    folder = _nearest_existing(target.parent)
+        return text
+    folder = target.absolute().parent
+    if not folder.exists():
+        raise InvalidInput(f"{name} {text}: folder {folder} does not exist")
     if not folder.is_dir():
-        raise InvalidInput(f"{name} {text}: {folder} is not a directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidInput(f"{name} {text}: {folder} is not a folder")
+    if not _writable(folder):
         raise InvalidInput(f"{name} {text}: folder {folder} is not writable")
     return text
 
 
 def check_output_dir(path, name: str = "--out") -> str:
-    """Refuse, before the run, an output folder that is a file or cannot be written."""
+    """Refuse, before the run, an output folder that is a file or cannot be written (it may be new)."""
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidInput(f"{name}={path!r} must be a path")
     text = os.fspath(path)
@@ -385,8 +401,8 @@ def check_output_dir(path, name: str = "--out") -> str:
         raise InvalidInput(f"{name} {text}: is a file, not a folder")
     existing = _nearest_existing(folder)
     if not existing.is_dir():
-        raise InvalidInput(f"{name} {text}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInput(f"{name} {text}: {existing} is a file, not a folder")
+    if not _writable(existing):
         raise InvalidInput(f"{name} {text}: {existing} is not writable")
     return text
 

@@ -137,3 +137,14 @@ def test_declared_generated_functions_move_1_1(fn, monkeypatch):
     moved = run_claim("1.1", ctx)
     assert moved["numeric"]["max_error"] != base["numeric"]["max_error"]
     assert moved["status"] != "verified"  # a 1e-3 error is far above each part's tolerance
+
+
+def test_relu_chain_rule_no_grad_warning():
+    """The relu variant's kink distance is read from a detached forward pass (no requires_grad scalar)."""
+    import warnings
+
+    ctx = CheckContext()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        v = evaluate("1.2", chk.matrix_spec("relu", ctx), ctx)
+    assert v.status == "conditional" and v.measured["kink_distance"] > 0

@@ -26,8 +26,9 @@ import pytest
 
 from proofs_check import on_stack
 from proofs_check.cli import main
+from proofs_check.ledger import load_checks
 from proofs_check.sweep import spec as sweep_spec
-from proofs_check.sweep.grid import expand, row_key
+from proofs_check.sweep.grid import expand, points, row_key
 from proofs_check.sweep.run import run_sweep
 from proofs_check.sweep.store import SCHEMA_FILE, Store
 from proofs_check.sweep.summary import summarise, wilson
@@ -71,8 +72,13 @@ def client():
     cluster.close()
 
 
+@pytest.fixture(scope="module")
+def real_claims():
+    load_checks()  # the family modules' @on_stack claims, registered once (re-importing does not re-register)
+
+
 @pytest.fixture(autouse=True)
-def toy_claim():
+def toy_claim(real_claims):
     saved = dict(on_stack.ON_STACK)
     register_toy()
     yield
@@ -119,7 +125,8 @@ def test_parquet_round_trip_through_pandas(client, tmp_path):
     # a column only in later batches (c > 0) is still read, null where it was absent
     assert ((df.measured_late == "only where x > 0") == (df.value_scale > 0)).all()
     assert df.measured_late[df.value_scale == 0].isna().all()
-    assert df["T"].dtype == np.int64 and df.measured_x.dtype == np.float64 and pd.api.types.is_string_dtype(df.measured_pair)
+    assert df["T"].dtype == np.int64 and df.measured_x.dtype == np.float64
+    assert pd.api.types.is_string_dtype(df.measured_pair)
     assert (df.measured_pair.map(eval).map(lambda p: p[0] + p[1]) == 0).all()  # lists come back as JSON text
     again = pq.read_table(tmp_path / "results").to_pandas()
     pd.testing.assert_frame_equal(df.sort_values("row_key").reset_index(drop=True),
@@ -225,6 +232,18 @@ def test_spec_validation_names_the_key():
     # 5 and 5.0 are one point of a float knob: one row key
     a, b = (expand(sweep_spec.parse({"sweep": [{"claim": CLAIM, "value_scale": v}]}))[0] for v in (5, 5.0))
     assert a.key == b.key == row_key(CLAIM, a.spec)
+
+
+def test_shipped_specs_load_and_list(capsys):
+    shipped = sweep_spec.builtin_specs()
+    assert {"coarse_graining", "gate_margin", "saturation", "visibility", "thorough"} <= set(shipped)
+    specs = {name: sweep_spec.load(name) for name in shipped}  # claims registered, every point a valid stack
+    assert all(spec.name == name for name, spec in specs.items())
+    per_claim = {s.claim: len(points(s)) * s.seeds for s in specs["thorough"].sweeps}
+    assert len(per_claim) == len(specs["thorough"].sweeps) and min(per_claim.values()) >= 10_000, per_claim
+    assert main(["sweep", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in shipped) and "140 tasks" in listed  # coarse_graining: 2·7·5·2
 
 
 def test_wilson_interval_matches_the_closed_form():

@@ -304,7 +304,7 @@ def generated_functions():
                     "G_ℓ on the slow modes (row-major vec): I_n ⊗ G_ℓ(0) + A_c ⊗ (G_ℓ(1) − G_ℓ(0))."),
         GenFunction("mlp_stage_factor", (C_s,), sp.Identity(dd) + C_s, "5.1",
                     "I + C_ℓ: the MLP stage's Jacobian, which carries the slow branch's output "
-                    "(K_ℓ = (I_n ⊗ (I + C_ℓ)) D slow, applied token-wise)."),
+                    "(K_ℓ = (I_n ⊗ (I + C_ℓ)) D slow + the MLP operating-point term; token-wise)."),
         GenFunction("jury_coefficients", (G2, K2, h), jury_coefficients(), "5.2",
                     "Coefficients (g⁰, g¹, g²) of the three Jury conditions for G + hgK (2×2)."),
         GenFunction("routh_hurwitz_coefficients", (F2, K2), routh_hurwitz_coefficients(), "5.2",

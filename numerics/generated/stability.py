@@ -219,7 +219,7 @@ def slow_mode_fast_map(A_c, G0, G1):
 
 def mlp_stage_factor(C):
     """I + C_ℓ: the MLP stage's Jacobian, which carries the slow branch's output (K_ℓ =
-    (I_n ⊗ (I + C_ℓ)) D slow, applied token-wise).
+    (I_n ⊗ (I + C_ℓ)) D slow + the MLP operating-point term; token-wise).
 
     Claim 5.1. SymPy source: theory.stability.generated_functions(), 'mlp_stage_factor'.
 

@@ -243,7 +243,11 @@ def _check_7_2(ctx) -> ClaimResult:
        reconstruction=True,
        generated=["numerics.generated.emissions.topic_transition"],
        tests=["tests/test_training.py::test_gate_gradient_at_zero_is_decided_by_the_data",
-              "tests/test_training.py::test_frozen_gate_stays_exactly_zero_and_coupled_gate_moves"],
+              "tests/test_training.py::test_frozen_gate_stays_exactly_zero_and_coupled_gate_moves",
+              "tests/test_training.py::test_resume_equals_uninterrupted",
+              "tests/test_training.py::test_cache_key_changes_with_the_attention_mask_in_kernels",
+              "tests/test_training.py::test_ledger_7_3_fails_when_a_model_beats_the_bayes_risk",
+              "tests/test_training.py::test_ledger_7_3_control_fails_outside_the_size_window"],
        control="AR(1)-linked blocks (ρ = 0.9)", figure="training_curves")
 def check_7_3(ctx) -> ClaimResult:
     from numerics import training as tr

@@ -332,7 +332,7 @@ def _polynomial_specs(arch, ctx):
         return [StackSpec(T=T, d=16, layers=8, heads=2, kernel="causal", seed=0)
                 for T in ([16, 64] if ctx.quick else [16, 64, 256])]
     kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
-    return [matrix_spec(arch, ctx, T=6, layers=2 if arch != "hrm" else 4, **kw)]
+    return [matrix_spec(arch, ctx, T=6, layers=2, **kw)]  # hrm: one cycle, as before
 
 
 def polynomial_form_error(T, d=16, L=8, seed=0, probes=8, stack=None):

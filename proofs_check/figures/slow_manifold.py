@@ -101,6 +101,7 @@ def render_stationary(ctx, out_dir):
 @figure("slow_path_cost", claim="6.3", title="Fast vs slow attention: FLOP and measured cost ratios vs P")
 def render_cost(ctx, out_dir):
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     from numerics.cost import cost_sweep
 
@@ -114,7 +115,9 @@ def render_cost(ctx, out_dir):
     ax.loglog(P, [r["time_ratio"] for r in rows], "x--", color="C3", label="measured CPU time ratio")
     ax.loglog(P, P ** 2, "k:", label="P²")
     ax.loglog(P, P, "k-.", lw=0.8, label="P")
-    ax.set(xlabel="block length P", ylabel="fast / slow",
+    ax.set_xticks(P, [f"{p:g}" for p in P])  # one tick per measured block length
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set(xlabel="block length P", ylabel="fast / slow cost ratio",
            title=f"T = {res['T']}, d = {res['d']}, heads = {res['heads']} ({res['device']})")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -5,9 +5,10 @@ sweep's other varied axes), the cell colour is the measured column ``value`` agg
 seeds (median by default).  Over it the theory's predicted boundary is drawn: ``boundary`` is a
 predicted column giving the x (or, with ``boundary_axis = "y"``, the y) at which the claim is
 predicted to flip, one point per row of the grid; ``contour`` draws the level set ``level`` of a
-column as the cell edges between cells on either side of it.  Cells where any seed's verdict is *fails* are marked ×, cells where every verdict is *n/a*
-are hatched.  Axes are drawn by index (values as tick labels), so uneven and categorical grids
-read alike; a boundary value between two grid values is placed by linear interpolation.
+column as the cell edges between cells on either side of it.  Cells where any seed's verdict is
+*fails* are marked ×, cells where every verdict is *n/a* are hatched.  Axes are drawn by index
+(values as tick labels), so uneven and categorical grids read alike; a boundary value between two
+grid values is placed by linear interpolation.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ def render(spec, df, out: str | os.PathLike) -> list[Path]:
             needed = [c for e in (fig.value, fig.boundary, fig.contour) if e for c in columns_of(e)]
             missing = [c for c in needed if c not in rows.columns]
             if missing:
+                have = [c for c in rows.columns if c.startswith(("measured_", "predicted_", "error"))]
                 raise ValueError(f"{sweep.where}.figure[{k}]: no column {missing[0]!r} in the results "
-                                 f"(columns: {', '.join(c for c in rows.columns if c.startswith(('measured_', 'predicted_', 'error')))})")
+                                 f"(columns: {', '.join(have)})")
             slices = list(_slices(rows, sweep, fig))
             ncols = min(3, len(slices))
             nrows = math.ceil(len(slices) / ncols)

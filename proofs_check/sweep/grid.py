@@ -26,10 +26,11 @@ class Task:
     point: tuple        # ((axis, value), ...) in the spec's axis order
     spec: StackSpec
     profile: str = "ci"
+    key: str = ""  # row_key(claim, spec), filled in by sweep_tasks
 
-    @property
-    def key(self) -> str:
-        return row_key(self.claim, self.spec)
+    def __post_init__(self):
+        if not self.key:
+            object.__setattr__(self, "key", row_key(self.claim, self.spec))
 
     def payload(self) -> dict:
         """What a worker receives: plain data, no classes of this package."""
@@ -37,21 +38,26 @@ class Task:
                 "spec": self.spec.as_dict(), "profile": self.profile, "key": self.key}
 
 
+_DEFAULTS = {f.name: f.default for f in fields(StackConfig)}
+_KNOB_DEFAULTS = {k: _DEFAULTS[k] for k in KNOBS}
+#: the StackSpec fields that identify a stack (the device does not)
+_IDENT_FIELDS = tuple(f.name for f in fields(StackSpec) if f.name not in ("device", "knobs", "arch_options"))
+
+
 def knob_defaults() -> dict:
     """Each random_stack knob's default (``StackConfig``'s field default)."""
-    defaults = {f.name: f.default for f in fields(StackConfig)}
-    return {k: defaults[k] for k in KNOBS}
+    return dict(_KNOB_DEFAULTS)
 
 
 def effective_knobs(spec: StackSpec) -> dict:
-    return {**knob_defaults(), **dict(spec.knobs)}
+    return {**_KNOB_DEFAULTS, **dict(spec.knobs)}
 
 
 def row_key(claim: str, spec: StackSpec) -> str:
     """sha1 of the claim and the stack (device excluded, knobs at their effective values)."""
-    ident = spec.as_dict()
-    ident.pop("device")
+    ident = {name: getattr(spec, name) for name in _IDENT_FIELDS}
     ident["knobs"] = effective_knobs(spec)
+    ident["arch_options"] = dict(spec.arch_options)
     text = json.dumps({"claim": claim, "spec": ident}, sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()
 

@@ -40,12 +40,11 @@ _READY: dict = {}
 
 def _prepare_worker(claim: str) -> None:
     """Once per worker process: the package version, and every claim registered (the check modules'
-    ``@on_stack`` functions are imported when ``claim`` is not registered yet)."""
+    ``@on_stack`` functions are imported when ``claim`` is not registered yet; importing ``numerics``
+    registers the architecture variants)."""
     from proofs_check import on_stack
 
     if "version" not in _READY:
-        import numerics.architectures  # noqa: F401  (registers the variants with random_stack)
-
         _READY["version"] = _version()
     if claim not in on_stack.ON_STACK:
         from proofs_check.ledger import load_checks

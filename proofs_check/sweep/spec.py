@@ -113,10 +113,6 @@ class SweepSpec:
     batch: int | None = None
     source: str = ""  # the TOML text, kept with the results
 
-    @property
-    def claims(self) -> list[str]:
-        return [s.claim for s in self.sweeps]
-
 
 def builtin_specs() -> dict[str, Path]:
     """The specs shipped in ``proofs_check/sweep/specs/``: name -> path."""
@@ -160,8 +156,8 @@ def describe(path) -> dict:
             if key not in SWEEP_KEYS and isinstance(value, list):
                 n *= len(value)
         tasks += n
-    return {"description": data.get("description", ""), "claims": [t.get("claim", "?") for t in data.get("sweep", [])],
-            "tasks": tasks}
+    return {"description": data.get("description", ""), "tasks": tasks,
+            "claims": [t.get("claim", "?") for t in data.get("sweep", [])]}
 
 
 class _Registered:

@@ -1,11 +1,11 @@
 """Per claim: how often it holds over a sweep, with a Wilson interval, and its worst case.
 
 The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing, and a
-*conditional* row is one where the claim's extra hypothesis is false (it is counted, not held).  Its 95 %
-interval is Wilson's score interval (``scipy.stats.binomtest(...).proportion_ci(method="wilson")``),
-which stays inside [0, 1] and is honest at fractions near 0 or 1.  The worst case is the row with the
-largest error / tolerance (a *fails* row first, then a *conditional* one), with the ``fastslow simulate`` command that rebuilds
-its stack from its seed.
+*conditional* row (the claim's extra condition is not met on that stack) counts as not holding.
+Its 95 % interval is Wilson's score interval (``scipy.stats.binomtest(...).proportion_ci(
+method="wilson")``), which stays inside [0, 1] and is honest at fractions near 0 or 1.  The worst
+case is the row with the largest error / tolerance (a *fails* row first, then a *conditional*
+one), with the ``fastslow simulate`` command that rebuilds its stack from its seed.
 """
 
 from __future__ import annotations
@@ -31,12 +31,16 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
     return (float(ci.low), float(ci.high))
 
 
-def simulate_command(row: dict) -> str:
-    """The ``fastslow simulate`` line for a row's stack (preln only: simulate has no --arch)."""
+def simulate_command(row: dict) -> str | None:
+    """The ``fastslow simulate`` line that rebuilds a row's stack, or None when simulate cannot express
+    it (an architecture variant, or a knob simulate has no option for)."""
+    defaults = knob_defaults()
+    if row["arch"] != "preln" or any(not _missing(row.get(k)) and row.get(k) != defaults[k]
+                                     for k in defaults if k not in SIMULATE_FLAGS):
+        return None
     parts = ["fastslow simulate", f"--T {row['T']}", f"--P {0 if _missing(row['P']) else int(row['P'])}",
              f"--d {row['d']}", f"--layers {row['layers']}", f"--heads {row['heads']}",
              f"--kernel {row['kernel']}"]
-    defaults = knob_defaults()
     for knob, flag in SIMULATE_FLAGS.items():
         value = row.get(knob)
         if not _missing(value) and value != defaults[knob]:
@@ -46,12 +50,21 @@ def simulate_command(row: dict) -> str:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    import pandas as pd
+
+    return value is None or (not isinstance(value, (str, list, dict)) and bool(pd.isna(value)))
+
+
+def _plain(value):
+    """A pandas cell as a plain Python value (None for a missing one)."""
+    if _missing(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
 
 
 def summarise(df) -> dict:
     """claim -> counts, the fraction that hold with its Wilson interval, the worst case."""
-    out = {}
+    out, defaults = {}, knob_defaults()
     for claim, rows in df.groupby("claim", sort=True):
         counts = rows["verdict"].value_counts().to_dict()
         applicable = int(sum(counts.get(s, 0) for s in ("holds", "conditional", "fails")))
@@ -65,12 +78,13 @@ def summarise(df) -> dict:
             _ratio=lambda r: r["error_ratio"].fillna(-math.inf))
         if len(ranked):
             worst = ranked.sort_values(["_rank", "_ratio"], ascending=False).iloc[0]
-            row = {k: (None if _missing(v) else v) for k, v in worst.drop(["_rank", "_ratio"]).items()}
+            row = {k: _plain(v) for k, v in worst.drop(["_rank", "_ratio"]).items()}
             entry["worst"] = {"verdict": row["verdict"], "error_ratio": row["error_ratio"],
                               "error": row["error"], "tolerance": row["tolerance"], "seed": int(row["seed"]),
                               "reason": row["reason"], "arch": row["arch"], "point": json.loads(row["point"]),
-                              "row_key": row["row_key"],
-                              "reproduce": simulate_command(row) if row["arch"] == "preln" else None}
+                              "row_key": row["row_key"], "reproduce": simulate_command(row),
+                              "spec": {k: row[k] for k in ("arch", "kernel", "T", "P", "d", "layers", "heads",
+                                                           "dtype", *defaults)}}
         out[claim] = entry
     return out
 

@@ -1,0 +1,399 @@
+"""Hostile input: every CLI command and the public Python API refuse bad input clearly.
+
+Each case is the argv (run in-process through ``proofs_check.cli.main``) or a call, the exit
+code or exception it must give, the text the one-line message must name (the parameter),
+and, for every case, a check that the working folder is left exactly as it was (nothing
+written, no temporary file).  Then Hypothesis fuzzes the argv of ``simulate`` and ``check``:
+random strings, numbers and Unicode in every slot must give exit 0, 1 or 2, never a
+traceback.  The fuzzed runs take the cheap path: ``--max-memory 1`` makes any valid
+``simulate`` stop at the memory estimate, and ``check`` runs a stub instead of the claims.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from numerics import StackSpec, random_stack
+from proofs_check.cli import main
+from proofs_check.simulate import simulate
+
+SMALL = ["--T", "8", "--P", "4", "--d", "8", "--layers", "2", "--heads", "2", "--device", "cpu",
+         "--no-certificate"]
+
+
+@dataclass
+class Case:
+    argv: list[str]
+    code: int
+    names: str  # text the error line must contain (the parameter, and the value where it matters)
+    setup: str | None = None  # a file or FIFO to create in the working folder first
+    id: str = field(default="")
+
+
+def snapshot(folder: Path) -> dict[str, tuple]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        st_ = p.lstat()
+        out[str(p.relative_to(folder))] = (st_.st_mode, st_.st_size, st_.st_mtime_ns)
+    return out
+
+
+ARABIC_64 = "\u0666\u0664"  # ٦٤
+FULLWIDTH_8 = "\uff18"  # ８
+DEVANAGARI_2 = "\u0968"  # २
+
+CLI: list[Case] = [
+    # simulate: sizes and structure
+    Case(["simulate", "--T", "65", "--P", "8", "--device", "cpu"], 2, "T=65 is not divisible by P=8"),
+    Case(["simulate", "--T", "0", "--device", "cpu"], 2, "T=0"),
+    Case(["simulate", "--T", "-4", "--device", "cpu"], 2, "T=-4"),
+    Case(["simulate", "--d", "0", "--device", "cpu"], 2, "d=0"),
+    Case(["simulate", "--layers", "0", "--device", "cpu"], 2, "layers=0"),
+    Case(["simulate", "--heads", "0", "--device", "cpu"], 2, "heads=0"),
+    Case(["simulate", "--heads", "5", "--device", "cpu"], 2, "heads=5 does not divide d=64"),
+    Case(["simulate", "--P", "-8", "--device", "cpu"], 2, "P=-8"),
+    Case(["simulate", "--P", "7", "--device", "cpu"], 2, "T=64 is not divisible by P=7"),
+    Case(["simulate", "--kernel", "sparse", "--device", "cpu"], 2, "kernel='sparse'"),
+    Case(["simulate", "--kernel", "block", "--P", "0", "--device", "cpu"], 2, "kernel='block' needs block_size"),
+    Case(["simulate", "--slow-kernel", "alibi", "--device", "cpu"], 2, "slow_kernel='alibi'"),
+    Case(["simulate", "--P", "0", "--gate", "0.5", "--device", "cpu"], 2, "gate=0.5 needs the slow path"),
+    # simulate: sizes refused up front by the memory estimate
+    Case(["simulate", "--T", "1000000", "--P", "8", "--device", "cpu"], 2, "T=1000000"),
+    Case(["simulate", "--layers", "100000000", "--device", "cpu"], 2, "layers=100000000"),
+    Case(["simulate", "--d", "1048576", "--heads", "4", "--device", "cpu"], 2, "d=1048576"),
+    Case(["simulate", "--max-memory", "1M", "--device", "cpu"], 2, "max_memory=1048576"),
+    Case(["simulate", "--max-memory", "0", "--device", "cpu"], 2, "--max-memory"),
+    Case(["simulate", "--max-memory", "lots", "--device", "cpu"], 2, "--max-memory"),
+    # simulate: values and the dtype
+    Case(["simulate", "--gate", "1e308", "--device", "cpu"], 2, "gate=1e+308"),
+    Case(["simulate", "--gate=-1e200", "--device", "cpu"], 2, "gate=-1e+200"),
+    Case(["simulate", "--gate", "nan", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", "inf", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", "-Infinity", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", "1e999", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", "0x10", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", "1_0", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--gate", " 1", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--value-scale", "-1", "--device", "cpu"], 2, "value_scale=-1.0"),
+    Case(["simulate", "--value-scale", "1e300", "--device", "cpu"], 2, "value_scale=1e+300"),
+    Case(["simulate", "--decay", "-1", "--device", "cpu"], 2, "decay=-1.0"),
+    Case(["simulate", "--decay", "1e160", "--device", "cpu"], 2, "decay=1e+160"),
+    Case(["simulate", "--ln-gain", "-1", "--device", "cpu"], 2, "ln_gain=-1.0"),
+    Case(["simulate", "--ln-gain", "-0.5", "--device", "cpu"], 2, "ln_gain=-0.5"),
+    Case(["simulate", "--weight-scale", "0", "--device", "cpu"], 2, "weight_scale=0.0"),
+    Case(["simulate", "--weight-scale", "-2", "--device", "cpu"], 2, "weight_scale=-2.0"),
+    Case(["simulate", "--weight-scale", "1e200", "--device", "cpu"], 2, "weight_scale=1e+200"),
+    Case(["simulate", "--seed", "18446744073709551616", "--device", "cpu"], 2, "seed=18446744073709551616"),
+    Case(["simulate", "--seed", "9223372036854775807", "--device", "cpu"], 2, "seed=9223372036854775807"),
+    Case(["simulate", "--seed", "-1", "--device", "cpu"], 2, "seed=-1"),
+    Case(["simulate", "--seed", "1.5", "--device", "cpu"], 2, "--seed"),
+    Case(["simulate", "--seed", "9" * 5000, "--device", "cpu"], 2, "--seed"),
+    # simulate: digits from other scripts
+    Case(["simulate", "--T", ARABIC_64, "--device", "cpu"], 2, "--T"),
+    Case(["simulate", "--d", FULLWIDTH_8, "--device", "cpu"], 2, "--d"),
+    Case(["simulate", "--layers", DEVANAGARI_2, "--device", "cpu"], 2, "--layers"),
+    Case(["simulate", "--seed", "\u0661", "--device", "cpu"], 2, "--seed"),
+    Case(["simulate", "--gate", "\u0660.\u0665", "--device", "cpu"], 2, "--gate"),
+    Case(["simulate", "--heads", "²", "--device", "cpu"], 2, "--heads"),
+    Case(["simulate", "--T", "", "--device", "cpu"], 2, "--T"),
+    Case(["simulate", "--device", "tpu"], 2, "--device"),
+    Case(["simulate", "--frobnicate", "1"], 2, "--frobnicate"),
+    # simulate: output paths, refused before the run
+    Case(["simulate", *SMALL, "--json", ""], 2, "--json"),
+    Case(["simulate", *SMALL, "--json", "  "], 2, "--json"),
+    Case(["simulate", *SMALL, "--json", "."], 2, "--json"),
+    Case(["simulate", *SMALL, "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["simulate", *SMALL, "--json", "missing/x.json"], 2, "does not exist"),
+    Case(["simulate", *SMALL, "--json", "afile/x.json"], 2, "--json", setup="file:afile"),
+    Case(["simulate", *SMALL, "--json", "/proc/version"], 2, "not writable"),
+    Case(["simulate", *SMALL, "--json", "/proc/nope/x.json"], 2, "does not exist"),
+    # check
+    Case(["check", "--claim", "9.9"], 2, "--claim 9.9"),
+    Case(["check", "--claim", "4.1", "9.9", "8.8"], 2, "9.9, 8.8"),
+    Case(["check", "--claim", "4.1", "--claim", "x"], 2, "--claim x"),
+    Case(["check", "--claim", ""], 2, "--claim"),
+    Case(["check", "--claim", "\u0664.\u0661"], 2, "--claim"),
+    Case(["check", "--claim"], 2, "--claim"),
+    Case(["check", "--device", "tpu"], 2, "--device"),
+    Case(["check", "--profile", "fast"], 2, "--profile"),
+    Case(["check", "--json", ""], 2, "--json"),
+    Case(["check", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["check", "--json", "missing/ledger.json"], 2, "does not exist"),
+    Case(["check", "--json", "/proc/version"], 2, "not writable"),
+    # figures
+    Case(["figures", "--only", "no_such_figure"], 2, "no_such_figure"),
+    Case(["figures", "--out", "afile"], 2, "is a file", setup="file:afile"),
+    Case(["figures", "--out", "afile/sub"], 2, "--out", setup="file:afile"),
+    Case(["figures", "--out", ""], 2, "--out"),
+    Case(["figures", "--out", "/proc/fastslow-figures"], 2, "not writable"),
+    Case(["figures", "--format", "svg"], 2, "--format"),
+    Case(["figures", "--device", "tpu"], 2, "--device"),
+    # bench: the output path is refused before the benchmark runs
+    Case(["bench", "--json", "/proc/nope/bench.json"], 2, "does not exist"),
+    Case(["bench", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["bench", "--json", ""], 2, "--json"),
+    Case(["bench", "--json", "/proc/version"], 2, "not writable"),
+    Case(["bench", "--device", "tpu"], 2, "--device"),
+    # reproduce
+    Case(["reproduce", "--out", "afile"], 2, "is a file", setup="file:afile"),
+    Case(["reproduce", "--out", ""], 2, "--out"),
+    Case(["reproduce", "--out", "/proc/fastslow-out"], 2, "not writable"),
+    Case(["reproduce", "--device", "tpu"], 2, "--device"),
+    # matrix
+    Case(["matrix", "--ledger", "missing.json"], 2, "--ledger missing.json: no such file"),
+    Case(["matrix", "--ledger", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["matrix", "--ledger", "bad.json"], 2, "not JSON", setup="text:bad.json:{not json"),
+    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims", setup='text:wrong.json:{"ledger": []}'),
+    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims[0].status",
+         setup='text:wrong.json:{"claims": [{"id": "2.1"}]}'),
+    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims[0].id",
+         setup='text:wrong.json:{"claims": [{"status": "verified"}]}'),
+    Case(["matrix", "--ledger", "wrong.json"], 2, "field (top level)",
+         setup='text:wrong.json:[1, 2, 3]'),
+    Case(["matrix", "--claim", "9.9"], 2, "--claim 9.9"),
+    Case(["matrix", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["matrix", "--quick", "--full"], 2, "--full"),
+    # mutate
+    Case(["mutate", "--theory-only", "--equivalents", "x.md"], 2, "cannot go with --theory-only"),
+    Case(["mutate", "--code-only", "--only", "G-sign-flip"], 2, "--only names theory mutants"),
+    Case(["mutate", "--workers", "\u0662"], 2, "--workers"),
+    Case(["mutate", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["mutate", "--equivalents", "missing/eq.md"], 2, "--equivalents"),
+    # derive and the top level
+    Case(["derive", "--family", "no_such_family", "--check"], 2, "no_such_family"),
+    Case(["no-such-command"], 2, "no-such-command"),
+    Case([], 2, "COMMAND"),
+]
+
+
+def _setup(folder: Path, spec: str | None) -> None:
+    if spec is None:
+        return
+    kind, _, rest = spec.partition(":")
+    if kind == "dir":
+        (folder / rest).mkdir()
+    elif kind == "file":
+        (folder / rest).write_text("x")
+    elif kind == "text":
+        name, _, text = rest.partition(":")
+        (folder / name).write_text(text)
+
+
+def run_cli(argv) -> tuple[int, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    return code, ""
+
+
+@pytest.mark.parametrize("case", CLI, ids=[f"{i:02d}-{' '.join(c.argv)[:40]}".encode("ascii", "replace").decode()
+                                          for i, c in enumerate(CLI)])
+def test_cli_refuses_clearly_and_writes_nothing(case, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _setup(tmp_path, case.setup)
+    before = snapshot(tmp_path)
+    code, _ = run_cli(case.argv)
+    out, err = capsys.readouterr()
+    assert code == case.code, (code, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and case.names in lines[-1], err
+    assert snapshot(tmp_path) == before  # nothing written, no temporary file left
+
+
+# -- the Python API ------------------------------------------------------------------------
+BASE = dict(T=8, d=8, layers=2, heads=2, kernel="causal")
+
+API = [
+    (lambda: random_stack(**BASE, P=4, gate=1e-50, dtype=torch.float32), "gate=1e-50"),
+    (lambda: random_stack(**BASE, P=4, gate=1e-39, dtype=torch.float32), "gate=1e-39"),
+    (lambda: random_stack(**BASE, P=4, gate=1e20, dtype=torch.float32), "gate=1e+20"),
+    (lambda: random_stack(**BASE, P=4, gate=1e308), "gate=1e+308"),
+    (lambda: random_stack(**BASE, ln_gain=-1.0), "ln_gain=-1.0"),
+    (lambda: random_stack(**BASE, seed=2**64), "seed=18446744073709551616"),
+    (lambda: random_stack(**BASE, seed=-3), "seed=-3"),
+    (lambda: random_stack(**BASE, seed="0"), "seed='0'"),
+    (lambda: random_stack(**dict(BASE, T=10**6)), "T=1000000"),
+    (lambda: random_stack(**dict(BASE, layers=10**9)), "layers=1000000000"),
+    (lambda: random_stack(**BASE, value_scale=float("inf")), "value_scale=inf"),
+    (lambda: random_stack(**BASE, decay="0.1"), "decay='0.1'"),
+    (lambda: StackSpec(T=8, d=8, layers=2, heads=2, knobs={"ln_gain": -2.0}).build(), "ln_gain=-2.0"),
+    (lambda: StackSpec(T=8, d=8, layers=2, heads=2, seed=2**70).build(), "seed="),
+    (lambda: StackSpec(T=8, d=8, layers=2, heads=2, dtype="float16"), "dtype='float16'"),
+    (lambda: simulate(T=10**6, P=8, d=64, layers=12, heads=4, kernel="causal", gate=0.0, seed=0,
+                      device="cpu"), "T=1000000"),
+    (lambda: simulate(T=16, P=4, d=8, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu",
+                      max_memory=10), "max_memory=10"),
+    (lambda: simulate(T=16, P=4, d=8, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="tpu"),
+     "device='tpu'"),
+    (lambda: simulate(T=16, P=4, d=8, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu",
+                      batch=0), "batch=0"),
+    (lambda: _run_checks(["4.1", "nope"]), "nope"),
+    (lambda: _run_checks(["4.1"], profile="fast"), "profile"),
+    (lambda: _run_checks([4.1]), "4.1"),
+    (lambda: random_stack(**BASE)(torch.full((8, 8), float("nan"), dtype=torch.float64)), "input X"),
+    (lambda: random_stack(**BASE)(_with_inf()), "index (3, 5)"),
+]
+
+
+def _run_checks(ids, **kw):
+    from proofs_check.check import run_checks
+
+    return run_checks(ids, progress=False, **kw)
+
+
+def _with_inf():
+    x = torch.zeros(8, 8, dtype=torch.float64)
+    x[3, 5] = float("inf")
+    return x
+
+
+@pytest.mark.parametrize("call,names", API, ids=[f"api-{i:02d}" for i in range(len(API))])
+def test_api_refuses_with_a_value_error_naming_the_parameter(call, names, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as info:
+        call()
+    message = str(info.value)
+    assert names in message and "\n" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_suite_is_large_enough():
+    assert len(CLI) + len(API) >= 80
+
+
+def test_claims_several_ids_and_duplicates_dropped():
+    """--claim 4.1 4.2 and repeated --claim both parse; duplicates run once (old argparse: append only)."""
+    from proofs_check.cli import build_parser
+    from proofs_check.validation import validate_claims
+
+    args = build_parser().parse_args(["check", "--claim", "4.1", "4.2", "--claim", "4.1"])
+    assert validate_claims(args.claim) == ["4.1", "4.2"]
+
+
+def test_float32_gate_is_held_exactly_enough():
+    """A gate the dtype can hold survives the cast: 1e-30 in float32 stays 1e-30 to float32 rounding."""
+    stack = random_stack(**BASE, P=4, gate=1e-30, dtype=torch.float32)
+    # float32 rounding: relative error ≤ 2^-24.
+    assert abs(float(stack.layers[0].gate.detach()) - 1e-30) <= 1e-30 * 2**-24
+
+
+def test_negative_gate_is_a_signed_amplitude():
+    """g < 0 is allowed (Claim 5.1 bounds |g|): the slow path enters with the opposite sign."""
+    plus = random_stack(**BASE, P=4, gate=0.5, seed=1)
+    minus = random_stack(**BASE, P=4, gate=-0.5, seed=1)
+    assert float(minus.layers[0].gate.detach()) == -0.5 and float(plus.layers[0].gate.detach()) == 0.5
+
+
+def test_inputs_check_can_be_switched_off_for_inner_loops():
+    from numerics.stack import unchecked_inputs
+
+    stack = random_stack(**BASE)
+    x = _with_inf()
+    with unchecked_inputs(stack), torch.no_grad():
+        y = stack(x)
+    assert not torch.isfinite(y).all()  # the check was the only thing refusing it
+    with pytest.raises(ValueError, match="input X"):
+        stack(x)
+
+
+@settings(max_examples=25, deadline=None)
+@given(t=st.integers(1, 15), delta=st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False).filter(bool),
+       j=st.integers(0, 7), seed=st.integers(0, 2**16))
+def test_causal_change_at_token_t_leaves_earlier_tokens_bit_identical(t, delta, j, seed):
+    """Causal kernel: any finite change of token t leaves the outputs of tokens 0..t-1 bit-identical
+    (they never read token t: its scores are masked by -inf and exp(-inf) = 0 exactly)."""
+    stack = random_stack(16, 8, 3, 2, "causal", P=4, gate=0.0, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(16, 8, generator=g, dtype=torch.float64)
+    x2 = x.clone()
+    x2[t, j] += delta
+    with torch.no_grad():
+        y, y2 = stack(x), stack(x2)
+    assert torch.equal(y[:t], y2[:t])
+
+
+def test_causal_control_full_kernel_leaks():
+    """Control: with the full kernel a change at the last token moves token 0."""
+    stack = random_stack(16, 8, 3, 2, "full", seed=0)
+    x = torch.randn(16, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x2 = x.clone()
+    x2[15, 0] += 1.0
+    with torch.no_grad():
+        assert not torch.equal(stack(x)[:1], stack(x2)[:1])
+
+
+# -- fuzzing ---------------------------------------------------------------------------------
+SIM_OPTIONS = ["--T", "--P", "--d", "--layers", "--heads", "--kernel", "--slow-kernel", "--gate",
+               "--value-scale", "--decay", "--ln-gain", "--weight-scale", "--seed", "--device", "--json"]
+CHECK_OPTIONS = ["--claim", "--device", "--profile", "--json"]
+DIGITS = "0123456789\u0660\u0661\u0666\u0966\u0968\uff10\uff18\u00b2\u2155"
+values = st.one_of(
+    st.text(max_size=12),
+    st.text(alphabet=DIGITS + ".-+eE_", max_size=8),
+    st.integers(-2**70, 2**70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["4.1", "2.1", "causal", "full", "cpu", "ci", "-", "", "1e308", "1e-50", "nan", "٦٤"]),
+)
+
+
+def _slot(option, value):
+    """Keep fuzzed output paths inside the test's folder ('-' is stdout)."""
+    return [option, value if option != "--json" or value == "-" else "out/" + value]
+
+
+def _argv(options):
+    slots = st.lists(st.tuples(st.sampled_from(options), values), max_size=5)
+    return slots.map(lambda pairs: [x for pair in pairs for x in _slot(*pair)])
+
+
+def _fuzz(argv, capsys):
+    code, _ = run_cli(argv)
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2), (argv, code, err)
+    assert "Traceback" not in err + out, argv
+
+
+FUZZ_DRAWS = 500  # per command: 1,000 in all
+
+
+@settings(max_examples=FUZZ_DRAWS, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(argv=_argv(SIM_OPTIONS))
+def test_fuzzed_simulate_argv_never_tracebacks(argv, tmp_path_factory, capsys):
+    folder = tmp_path_factory.mktemp("fuzz")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        # the cheap path: a valid run stops at the memory estimate, before the stack is built
+        _fuzz(["simulate", *argv, "--max-memory", "1"], capsys)
+    finally:
+        os.chdir(cwd)
+
+
+STUB_LEDGER = {"claims": [], "environment": {}, "options": {"profile": "ci", "quick": True}}
+
+
+@settings(max_examples=FUZZ_DRAWS, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(argv=_argv(CHECK_OPTIONS))
+def test_fuzzed_check_argv_never_tracebacks(argv, tmp_path_factory, capsys):
+    folder = tmp_path_factory.mktemp("fuzz")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        with mock.patch("proofs_check.check.run_checks", return_value=json.loads(json.dumps(STUB_LEDGER))):
+            _fuzz(["check", "--no-progress", *argv], capsys)
+    finally:
+        os.chdir(cwd)
