@@ -95,7 +95,14 @@ def flop_comparison(T: int, P: int, d: int, heads: int, seed: int = 0) -> dict:
     """``compare_parts`` on one random hierarchical layer's Attention and SlowPath."""
     for name, v in (("T", T), ("P", P), ("d", d), ("heads", heads)):
         _positive(v, name)
-    row = compare_parts(lambda t: paths(t, P, d, heads, seed)[0], lambda t: paths(t, P, d, heads, seed)[1], T, P, d)
+    built = {}
+
+    def paths_at(t):  # one layer per token count, shared by both paths
+        if t not in built:
+            built[t] = paths(t, P, d, heads, seed)
+        return built[t]
+
+    row = compare_parts(lambda t: paths_at(t)[0], lambda t: paths_at(t)[1], T, P, d)
     return {**row, "heads": heads}
 
 

@@ -113,9 +113,9 @@ def _display(path: Path, root: Path) -> str:
         return str(path)
 
 
-def verify(out_dir: Path = GENERATED, root: Path = REPO_ROOT) -> IntegrityReport:
+def verify(out_dir: Path | None = None, root: Path = REPO_ROOT) -> IntegrityReport:
     """Hash every generated module and compare with the manifest (no derivation, no SymPy)."""
-    out_dir = Path(out_dir)
+    out_dir = Path(GENERATED if out_dir is None else out_dir)
     report = IntegrityReport()
     families = read_manifest(out_dir)
     if not families:

@@ -15,6 +15,7 @@ files.  The rules:
 from __future__ import annotations
 
 import re
+import time
 
 import matplotlib
 import numpy as np
@@ -57,7 +58,9 @@ def drawn(tmp_path_factory):
         out = tmp_path_factory.mktemp("figures")
         for name in NAMES:
             current[:] = [name]
+            start = time.perf_counter()
             render([name], ctx, out, formats=("png",))
+            print(f"{name}: {time.perf_counter() - start:.1f} s")
     finally:
         Figure.savefig = original
     return saved

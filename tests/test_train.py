@@ -81,3 +81,41 @@ def test_bad_arguments_exit_2_naming_the_parameter(argv, name, capsys, tmp_path)
     assert main(["train", "--out", str(tmp_path / "x"), "--no-progress", *argv]) == 2
     assert name in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_check_stack_runs_on_stack_claims_on_the_trained_weights(tmp_path, capsys):
+    """``check --stack`` evaluates the registered on-stack claims on the checkpoint's weights and
+    records the trained stack in the ledger; an arch-free claim is listed n/a with its reason."""
+    out = tmp_path / "ckpt"
+    assert main(["train", "--d", "8", "--layers", "2", "--heads", "2", "--T", "8", "--tokens", "4096",
+                 "--batch", "16", "--no-progress", "--out", str(out)]) == 0
+    ledger_path = tmp_path / "ledger.json"
+    rc = main(["check", "--stack", str(out), "--claim", "1.2", "7.1", "--allow-drift", "--no-progress",
+               "--json", str(ledger_path)])
+    ledger = json.loads(ledger_path.read_text())
+    assert ledger["stack"]["trained"] is True and ledger["stack"]["checkpoint"] == str(out)
+    assert ledger["stack"]["corpus"]["sha256"] == json.loads((out / "manifest.json").read_text())["corpus"]["sha256"]
+    by = {c["id"]: c for c in ledger["claims"]}
+    assert by["1.2"]["verdict"]["spec"]["checkpoint"] == str(out)
+    assert by["1.2"]["status"] == "holds" and rc == 0  # the chain rule holds on any weights
+    assert by["7.1"]["status"] == "n/a" and "data distribution" in by["7.1"]["reason"]
+    capsys.readouterr()
+    (out / "manifest.json").write_text("[]")
+    assert main(["check", "--stack", str(out), "--claim", "1.2", "--allow-drift", "--no-progress"]) == 2
+    assert "is corrupt" in capsys.readouterr().err
+
+
+def test_matrix_trained_column_uses_the_cached_default_checkpoint(tmp_path, monkeypatch):
+    from proofs_check import matrix as M
+
+    small = T.TextConfig(d=8, layers=2, heads=2, T=8, tokens=2048, batch=16, eval_every=8, eval_windows=8)
+    monkeypatch.setattr(T, "SMALL", small)
+    m = M.run_matrix(only_arch=["trained"], claims=["1.2", "7.2"], cache_dir=str(tmp_path))
+    assert m["options"]["archs"] == ["trained"]
+    cells = {c["claim"]: c for c in m["cells"]}
+    assert cells["1.2"]["status"] == "holds" and cells["1.2"]["evidence"]["trained"]["step"] == small.steps
+    assert cells["7.2"]["status"] == "n/a"
+    (folder,) = (tmp_path / "trained_stacks").iterdir()
+    mtime = (folder / "manifest.json").stat().st_mtime_ns
+    M.run_matrix(only_arch=["trained"], claims=["1.2"], cache_dir=str(tmp_path))  # reused, not retrained
+    assert (folder / "manifest.json").stat().st_mtime_ns == mtime

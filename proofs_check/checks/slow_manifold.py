@@ -281,8 +281,14 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
 
     if spec.P is None:
         return Verdict("6.3", "n/a", reason="P=None: the stack has no slow path")
-    row = cost.compare_parts(lambda t: _attention_paths(spec.with_(T=t))[0],
-                             lambda t: _attention_paths(spec.with_(T=t))[1], spec.T, spec.P, spec.d)
+    built = {}
+
+    def paths_at(t):  # one stack per token count, shared by both paths
+        if t not in built:
+            built[t] = _attention_paths(spec.with_(T=t))
+        return built[t]
+
+    row = cost.compare_parts(lambda t: paths_at(t)[0], lambda t: paths_at(t)[1], spec.T, spec.P, spec.d)
     P = spec.P
     error = float(row["error"]) + (row["ratio_error"] if row["ratio_error"] > RATIO_TOL else 0.0)
     predicted = {"ratio_scores_mixing": P * P, "ratio_projections": P, "ratio": row["model_ratio"]}

@@ -132,7 +132,7 @@ def render_training_curves(ctx, out_dir):
         ax.axhline(b["loss_local"], color="C3", lw=0.8, ls=":", label="Bayes, current block only")
         ax.axhline(b["loss_hist"], color="C0", lw=0.8, ls=":", label="Bayes, whole history")
         row = res["summary"][name]
-        ax.set_title(f"{labels[name]}: gap frozen − coupled = {row['gap']:.4f} ± {row['pooled_std']:.4f}\n"
+        ax.set_title(f"{labels[name]}: gap frozen − coupled = {row['gap']:.4f} (noise bound {row['crit']:.4f})\n"
                      f"Bayes gap {row['bayes_gap']:.4f}", fontsize=9)
         ax.set_xlabel("training step")
         ax.set_ylabel("held-out next-token loss (nats)")

@@ -1,0 +1,58 @@
+"""The memory estimate of a stack run is within 2× of the measured peak resident set, on three sizes.
+
+Each size runs in a fresh interpreter: torch is imported and warmed up first, then the peak RSS
+(``ru_maxrss``) above the warmed-up RSS is the run's own memory.  The sizes are chosen so that a
+different term dominates each: the (heads, T, T) attention scores, the weights of many layers, and
+a batch.  The 2× band is the contract (the allocator and Python objects are not modelled exactly).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from numerics.memory import check_fits, simulate_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import json, resource, sys, gc
+import psutil, torch
+from numerics.memory import simulate_bytes
+from numerics.stack import random_stack
+T, d, L, H, P, B = json.loads(sys.argv[1])
+with torch.no_grad():
+    random_stack(8, 8, 1, 2, "causal", P=4)(torch.zeros(1, 8, 8, dtype=torch.float64))
+gc.collect()
+base = psutil.Process().memory_info().rss
+stack = random_stack(T, d, L, H, "causal", P=P, seed=0)
+x = torch.randn(B, T, d, dtype=torch.float64)
+with torch.no_grad():
+    stack(x)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"measured": peak - base, "estimate": simulate_bytes(T, d, L, H, P, batch=B)}))
+"""
+
+SIZES = [(1536, 32, 2, 4, None, 1),  # attention scores dominate (~75 MB each)
+         (128, 128, 150, 4, 8, 1),   # weights of 150 layers dominate
+         (512, 64, 20, 4, 8, 4)]     # a batch of 4
+
+
+@pytest.mark.parametrize("size", SIZES, ids=["scores", "layers", "batch"])
+def test_estimate_within_a_factor_two_of_the_measured_peak(size):
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(size)], cwd=ROOT, capture_output=True,
+                         text=True, check=True, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    ratio = got["estimate"] / got["measured"]
+    assert 0.5 <= ratio <= 2.0, got
+
+
+def test_refusal_names_the_estimate_and_the_limit():
+    with pytest.raises(ValueError, match=r"max_memory=1000: .* needs an estimated .*MiB"):
+        check_fits(simulate_bytes(64, 64, 12, 4, 8), limit=1000)
+    with pytest.raises(ValueError, match="memory available"):
+        check_fits(simulate_bytes(10**6, 64, 12, 4, 8))
