@@ -154,6 +154,22 @@ def arch_stack(arch: str, *, T: int = 4, d: int = 4, layers: int = 3, heads: int
                  arch_options=arch_options, **knobs)
 
 
+def matrix_spec(arch: str, ctx, *, compress_gate: float | None = None, **fields):
+    """The matrix's small stack of ``arch`` as a spec: T = 4, d = 4, 3 layers, 2 heads, causal,
+    seed ``ctx.seed``, then ``fields`` (``knobs``/``arch_options`` dicts update the defaults).
+
+    ``compressed`` gets its compression block P = 2 and, when ``compress_gate`` is given, that
+    gate; ``hrm`` runs ``layers // 2`` cycles of 3 steps, so its step count matches the others'.
+    """
+    from numerics.spec import StackSpec
+
+    spec = StackSpec(T=4, d=4, layers=3, heads=2, kernel="causal", arch=arch, seed=ctx.seed,
+                     P=2 if arch == "compressed" else None).with_(**fields)
+    if arch == "compressed" and compress_gate is not None:
+        spec = spec.with_(arch_options={"compress_gate": compress_gate})
+    return spec.with_(layers=max(1, spec.layers // 2)) if arch == "hrm" else spec
+
+
 def shrink(predicate, strategy, max_examples: int = 30):
     """Hypothesis ``find``: the simplest example satisfying ``predicate`` (a failing case), or None."""
     from hypothesis import HealthCheck, find, settings

@@ -63,7 +63,7 @@ import numerics.generated.depth_flow as gen_df  # noqa: E402
 from numerics.stack import Layer  # noqa: E402
 from proofs_check.checks import depth_flow as chk  # noqa: E402
 from proofs_check.ledger import CheckContext, load_checks, run_claim  # noqa: E402
-from proofs_check.on_stack import evaluate  # noqa: E402
+from proofs_check.on_stack import evaluate, matrix_spec  # noqa: E402
 
 
 def test_error_constant_matches_richardson():
@@ -146,5 +146,5 @@ def test_relu_chain_rule_no_grad_warning():
     ctx = CheckContext()
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        v = evaluate("1.2", chk.matrix_spec("relu", ctx), ctx)
+        v = evaluate("1.2", matrix_spec("relu", ctx), ctx)
     assert v.status == "conditional" and v.measured["kink_distance"] > 0

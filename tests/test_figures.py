@@ -15,7 +15,6 @@ files.  The rules:
 from __future__ import annotations
 
 import re
-import time
 
 import matplotlib
 import numpy as np
@@ -58,9 +57,7 @@ def drawn(tmp_path_factory):
         out = tmp_path_factory.mktemp("figures")
         for name in NAMES:
             current[:] = [name]
-            start = time.perf_counter()
             render([name], ctx, out, formats=("png",))
-            print(f"{name}: {time.perf_counter() - start:.1f} s")
     finally:
         Figure.savefig = original
     return saved
@@ -97,49 +94,85 @@ def _shares_labelled(ax, which: str) -> bool:
                for other in ax.figure.axes)
 
 
+def axis_problems(fig, name: str) -> list[str]:
+    """What is wrong with the labels and ticks of ``fig`` (empty when nothing is)."""
+    problems = []
+    for ax in fig.axes:
+        if _is_colorbar(ax):
+            if not (ax.get_ylabel() or ax.get_xlabel()):
+                problems.append(f"{name}: unlabelled colourbar")
+            continue
+        if _is_inset(ax) or not ax.get_visible() or not _has_data(ax) or not ax.axison:
+            continue
+        where = f"{name}, axes {ax.get_title()!r}"
+        for which, axis, label in (("x", ax.xaxis, ax.get_xlabel()), ("y", ax.yaxis, ax.get_ylabel())):
+            if not (label or _category_ticks(axis) or _shares_labelled(ax, which)):
+                problems.append(f"{where}: the {which} axis has no label")
+            if label.strip().lower() in ("value", "values", "y", "x"):
+                problems.append(f"{where}: {which} label {label!r} names no quantity")
+            if any(t.get_text() for t in axis.get_ticklabels()) and len(_visible_ticks(axis, ax)) < 2:
+                problems.append(f"{where}: fewer than two {which} ticks")
+            if label and INTEGER_AXIS.search(label) and axis.get_scale() == "linear":
+                locs = _visible_ticks(axis, ax)
+                if any(abs(v - round(v)) > 1e-9 for v in locs):
+                    problems.append(f"{where}: fractional {which} ticks {locs}")
+    return problems
+
+
+def legend_problems(fig, name: str) -> list[str]:
+    """Rounding noise printed in a legend, or a legend inside an axes covering its data markers."""
+    problems = []
+    renderer = fig.test_renderer
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        problems += [f"{name}: legend entry {t.get_text()!r}" for t in legend.get_texts() if NOISE.search(t.get_text())]
+        box = legend.get_window_extent(renderer)
+        if not ax.get_window_extent(renderer).overlaps(box):
+            continue  # placed outside the axes
+        for line in ax.get_lines():
+            if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
+                continue
+            pts = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
+            inside = sum(box.contains(x, y) for x, y in pts)
+            if inside:
+                problems.append(f"{name}: the legend covers {inside} markers of {line.get_label()!r}")
+    return problems
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_axes_are_labelled_and_ticks_sensible(drawn, name):
-    figs = drawn.get(name)
-    assert figs, f"{name} saved no figure"
-    for fig in figs:
-        for ax in fig.axes:
-            if _is_colorbar(ax):
-                assert ax.get_ylabel() or ax.get_xlabel(), f"{name}: unlabelled colourbar"
-                continue
-            if _is_inset(ax) or not ax.get_visible() or not _has_data(ax) or not ax.axison:
-                continue
-            where = f"{name}, axes {ax.get_title()!r}"
-            for which, axis, label in (("x", ax.xaxis, ax.get_xlabel()), ("y", ax.yaxis, ax.get_ylabel())):
-                assert label or _category_ticks(axis) or _shares_labelled(ax, which), \
-                    f"{where}: the {which} axis has no label"
-                assert label.strip().lower() not in ("value", "values", "y", "x"), f"{where}: {which} label {label!r}"
-                shared_unlabelled = not axis.get_ticklabels() or not any(t.get_text() for t in axis.get_ticklabels())
-                if not shared_unlabelled:
-                    assert len(_visible_ticks(axis, ax)) >= 2, f"{where}: fewer than two {which} ticks"
-                if label and INTEGER_AXIS.search(label) and axis.get_scale() == "linear":
-                    locs = _visible_ticks(axis, ax)
-                    assert all(abs(v - round(v)) < 1e-9 for v in locs), f"{where}: fractional {which} ticks {locs}"
+    assert drawn.get(name), f"{name} saved no figure"
+    assert [p for fig in drawn[name] for p in axis_problems(fig, name)] == []
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_legends_print_no_noise_and_cover_no_data(drawn, name):
-    for fig in drawn[name]:
-        renderer = fig.test_renderer
-        for ax in fig.axes:
-            legend = ax.get_legend()
-            if legend is None:
-                continue
-            for text in legend.get_texts():
-                assert not NOISE.search(text.get_text()), f"{name}: legend entry {text.get_text()!r}"
-            box = legend.get_window_extent(renderer)
-            if not ax.get_window_extent(renderer).overlaps(box):
-                continue  # placed outside the axes
-            for line in ax.get_lines():
-                if line.get_marker() in (None, "None", "", " ") or not line.get_visible():
-                    continue
-                pts = line.get_transform().transform(np.column_stack(line.get_data()).astype(float))
-                inside = [(x, y) for x, y in pts if box.contains(x, y)]
-                assert not inside, f"{name}: the legend covers {len(inside)} markers of {line.get_label()!r}"
+    assert [p for fig in drawn[name] for p in legend_problems(fig, name)] == []
+
+
+def test_the_rules_catch_each_defect():
+    """Control: a figure with every defect the rules look for is reported on each count."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2)
+    layers = np.arange(6)
+    for k in range(3):
+        ax.plot(layers, 0.5 + 0.1 * k + 0 * layers, "o-", label=f"λ = {3.34e-33 if k == 0 else k:.3g}")
+    ax.set_xlim(0, 2.5)  # linear ticks at 0, 0.5, …: fractional layers
+    ax.set_xlabel("layer ℓ"), ax.set_ylabel("value")
+    ax.legend(loc="center")
+    im = ax2.imshow(np.eye(3))
+    fig.colorbar(im, ax=ax2)
+    ax2.set_xlabel("j"), ax2.set_ylabel("i")
+    fig.canvas.draw()
+    fig.test_renderer = fig.canvas.get_renderer()
+    found = " | ".join(axis_problems(fig, "bad") + legend_problems(fig, "bad"))
+    plt.close(fig)
+    for defect in ("unlabelled colourbar", "names no quantity", "fractional x ticks", "legend entry 'λ = 3.34e-33'",
+                   "the legend covers"):
+        assert defect in found, (defect, found)
 
 
 def test_mode_products_exact_zero_eigenvalue():
@@ -151,8 +184,8 @@ def test_mode_products_exact_zero_eigenvalue():
 
 
 def test_stationary_distribution_pdf_is_rasterised(drawn, tmp_path):
-    meshes = [c for fig in drawn["stationary_distribution"] for ax in fig.axes for c in ax.collections
-              if type(c).__name__ == "QuadMesh"]
+    meshes = [c for fig in drawn["stationary_distribution"] for ax in fig.axes if not _is_colorbar(ax)
+              for c in ax.collections if type(c).__name__ == "QuadMesh"]
     assert len(meshes) == 3 and all(m.get_rasterized() for m in meshes)
     paths = render(["stationary_distribution"], CheckContext(), tmp_path, formats=("pdf",))
     size = paths["stationary_distribution"][0].stat().st_size

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from proofs_check.ledger import CheckContext
-from proofs_check.checks.depth_flow import matrix_spec
+from proofs_check.on_stack import matrix_spec
 from proofs_check.checks.factorisation import _factorisation_error, evaluate_2_1
 from proofs_check.matrix import STATUSES, matrix_section, preln_cell, run_matrix
 from proofs_check.on_stack import EXACT

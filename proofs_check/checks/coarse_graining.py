@@ -29,6 +29,7 @@ from proofs_check.ledger import (
     symbolic_steps,
 )
 from proofs_check.on_stack import EXACT, Verdict, on_stack
+from proofs_check.on_stack import matrix_spec as base_matrix_spec
 from proofs_check.on_stack import evaluate as evaluate_on
 from theory import coarse_graining as th
 
@@ -42,18 +43,8 @@ PAPER_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)}
 
 
 def matrix_spec(arch: str, ctx, *, compress_gate: float | None = 0.0, **fields) -> StackSpec:
-    """The matrix's small stack of ``arch`` (``on_stack.arch_stack`` defaults: T = 4, d = 4, 3 layers,
-    2 heads, causal, seed ctx.seed; compressed P = 2, with ``compress_gate`` unless None; hrm runs
-    layers // 2 cycles) as a spec."""
-    base = dict(T=4, d=4, layers=3, heads=2, kernel="causal", seed=ctx.seed, arch=arch)
-    base.update(fields)
-    if arch == "compressed":
-        base.setdefault("P", 2)
-        if compress_gate is not None:
-            base["arch_options"] = {"compress_gate": compress_gate}
-    if arch == "hrm":
-        base["layers"] = max(1, base["layers"] // 2)
-    return StackSpec(**base)
+    """``on_stack.matrix_spec`` with the compressed branch closed (compress_gate = 0) by default."""
+    return base_matrix_spec(arch, ctx, compress_gate=compress_gate, **fields)
 
 
 def _unique(specs):

@@ -14,20 +14,11 @@ from numerics.factorisation import stack_jacobian
 from numerics.jacobians import flat_jacobian, loglog_slope, reference_input, step_jacobians
 from numerics.spec import StackSpec
 from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, claim, symbolic_steps
-from proofs_check.on_stack import EXACT, Verdict, evaluate, on_stack, shrink
+from proofs_check.on_stack import EXACT, Verdict, evaluate, matrix_spec, on_stack, shrink
 from theory import depth_flow as th
 
 SLOPE_TOL = 0.1  # Claim 1.1: fitted slope in [0.9, 1.1]
 IID_BAND = (0.8, 1.25)  # i.i.d. control: measured / predicted drift (4-seed sampling spread and O(h) drift of X_ℓ)
-
-
-def matrix_spec(arch: str, ctx, **changes) -> StackSpec:
-    """The matrix's small stack of ``arch`` as a spec (``on_stack.arch_stack`` defaults: T = 4, d = 4,
-    3 layers, 2 heads, causal, seed ctx.seed; compressed P = 2; hrm runs layers // 2 cycles)."""
-    spec = StackSpec(T=4, d=4, layers=3, heads=2, kernel="causal", arch=arch, seed=ctx.seed,
-                     P=2 if arch == "compressed" else None)
-    spec = spec.with_(**changes)
-    return spec.with_(layers=max(1, spec.layers // 2)) if arch == "hrm" else spec
 
 
 # ----------------------------------------------------------------------------- 1.1

@@ -18,7 +18,7 @@ from numerics.jacobians import commutator_error, eigen_blocks, flat_jacobian, lo
     state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import LN_EPS, random_xbar
-from proofs_check.checks.depth_flow import matrix_spec
+from proofs_check.on_stack import matrix_spec
 from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, claim, symbolic_steps
 from proofs_check.on_stack import EXACT, Verdict, evaluate, on_stack, shrink
 from theory import factorisation as th
