@@ -108,8 +108,11 @@ def package_version() -> str:
 
 
 def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progress: bool = True,
-               stop_after: int | None = None, checkpoint_every: int | None = None) -> dict:
-    """Train (or resume) ``cfg`` into the checkpoint folder ``out``; return its manifest."""
+               stop_after: int | None = None, checkpoint_every: int | None = None,
+               threads: int | None = None) -> dict:
+    """Train (or resume) ``cfg`` into the checkpoint folder ``out``; return its manifest.  ``threads``
+    (default: torch's setting, i.e. OMP_NUM_THREADS) intra-op threads; the CPU result is
+    bit-reproducible for a fixed thread count."""
     import torch
 
     from numerics import checkpoint as ckpt
@@ -118,7 +121,7 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
 
     corpus = ByteCorpus.load()
     spec = cfg.spec(device)
-    with torch_threads(torch.get_num_threads() if device != "cpu" else 1):
+    with torch_threads(threads or torch.get_num_threads()):
         model = LanguageModel(VOCAB, spec.with_(device="cpu").build(), cfg.seed,
                               dtype=torch.float32 if cfg.dtype == "float32" else torch.float64)
         validation = corpus.validation_windows(cfg.T, cfg.eval_windows)
@@ -151,7 +154,7 @@ def default_checkpoint(cache_dir: str | Path, progress: bool = False) -> Path:
     out = Path(cache_dir) / "trained_stacks" / f"{cfg.label()}-{key}"
     manifest = ckpt.read_manifest(out) if ckpt.exists(out) else None
     if manifest is None or manifest["step"] < cfg.steps:
-        train_text(cfg, out, progress=progress)
+        train_text(cfg, out, progress=progress, threads=1)  # tiny: one thread is fastest and reproducible
     return out
 
 
