@@ -193,18 +193,32 @@ def cmd_reproduce(args) -> int:
 def cmd_mutate(args) -> int:
     from proofs_check.mutants import format_table, run_mutants
 
-    if args.equivalents and (args.theory_only or args.only):
+    if args.equivalents and (args.theory_only or args.source_only or args.only):
         raise UsageError("--equivalents lists the code mutants' survivors: it cannot go with "
-                         + ("--theory-only" if args.theory_only else "--only"))
+                         + ("--theory-only" if args.theory_only else
+                            "--source-only" if args.source_only else "--only"))
     if args.only and args.code_only:
-        raise UsageError("--only names theory mutants: it cannot go with --code-only")
+        raise UsageError("--only names theory mutants (or source mutants): it cannot go with --code-only")
+    from proofs_check import source_mutants
+
+    source_names = [n for n in args.only or [] if n in source_mutants.catalogue()]
+    theory_names = [n for n in args.only or [] if n not in source_names]
+    if args.source_only and theory_names:
+        raise UsageError(f"--only {', '.join(theory_names)}: no such source mutant (known: "
+                         f"{', '.join(source_mutants.catalogue())})")
     result, ok = {}, True
-    if not args.code_only:
-        theory = run_mutants(args.only or None, workers=args.workers, run_tests=not args.no_tests)
+    if not args.code_only and not args.source_only and (theory_names or not args.only):
+        theory = run_mutants(theory_names or None, workers=args.workers, run_tests=not args.no_tests)
         print(format_table(theory))
         result["theory"] = theory
         ok = theory["killed"] == theory["total"]
-    if not args.theory_only and not args.only:
+    if not args.code_only and not args.theory_only and (source_names or not args.only):
+        source = source_mutants.run_source_mutants(source_names or None, workers=args.workers,
+                                                   run_tests=not args.no_tests)
+        print(source_mutants.format_table(source))
+        result["source"] = source
+        ok = ok and source["killed_by_ledger"] == source["total"]
+    if not args.theory_only and not args.source_only and not args.only:
         from proofs_check.code_mutants import CODE_TARGET, format_summary, run_code_mutants
 
         from proofs_check.equivalents import annotate, markdown
@@ -318,9 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=DEVICES, default="cpu")
     p.set_defaults(run=cmd_bench)
 
-    p = sub.add_parser("mutate", help="theory and code mutants: is each deliberate mistake caught? "
+    p = sub.add_parser("mutate", help="theory, source and code mutants: is each deliberate mistake caught? "
                                        "(mutation scores)")
-    p.add_argument("--only", action="append", metavar="NAME", help="this mutant only (repeatable)")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="this theory or source mutant only (repeatable)")
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the scores as JSON ('-': stdout)")
     p.add_argument("--workers", type=ascii_int, default=2, help="parallel processes (default 2)")
     p.add_argument("--no-tests", action="store_true",
@@ -328,14 +343,21 @@ def build_parser() -> argparse.ArgumentParser:
     code = p.add_mutually_exclusive_group()
     code.add_argument("--theory-only", action="store_true",
                       help="the theory mutants only, not mutmut's code mutants (which run by default over "
-                           "numerics/stack.py, kernels.py, generated/; --only implies this)")
+                           "numerics/stack.py, kernels.py, generated/; --only skips them), nor the source mutants")
     code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
+    code.add_argument("--source-only", action="store_true",
+                      help="the source mutants only (proofs_check/source_mutants.py: mistakes in the stack, "
+                           "kernels, pooling, certificate and training mask; scored as killed by the ledger or "
+                           "by a test only)")
     p.add_argument("--equivalents", metavar="PATH", type=_path_type(check_output_file, "--equivalents"),
                    help="write the code mutants' survivors and the rule justifying each "
                         "(docs/equivalent_mutants.md) as markdown")
     p.set_defaults(run=cmd_mutate)
 
-    p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)")
+    p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)",
+                       description="Evaluate every claim on every architecture variant (preln, postln, relu, "
+                                   "looped, hrm, mhc, compressed) and print the grid: holds, conditional (with "
+                                   "its condition), fails (with a shrunk counterexample) or n/a (with the reason).")
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the matrix as JSON ('-': stdout)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="CI sizes (default)")
@@ -346,7 +368,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ledger", metavar="PATH", help="reuse a ledger JSON (fastslow check --json) for preln")
     p.add_argument("--allow-drift", action="store_true",
                    help="development only: run even when numerics/generated/ does not match its recorded hashes")
-    p.add_argument("--device", choices=DEVICES, default="cpu")
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="where the cells' stacks run: auto (cuda when available), cpu (default) or cuda")
     p.add_argument("--no-progress", action="store_true", help="no per-cell progress lines")
     p.set_defaults(run=cmd_matrix)
 

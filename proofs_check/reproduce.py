@@ -117,6 +117,10 @@ def _mutation_section(out: Path) -> list[str]:
         lines += [f"Theory mutation score: **{theory['killed']}/{theory['total']} = {theory['score']:.2f}**", "",
                   "| mutant | claim | killed by |", "|---|---|---|"]
         lines += [f"| {m['name']} | {m['claim']} | {m['killed_by'] or '**SURVIVED**'} |" for m in theory["mutants"]]
+    if data.get("source"):
+        from proofs_check.source_mutants import markdown_section
+
+        lines += [""] + markdown_section(data["source"])
     code = data.get("code")
     if code:
         justified = code.get("justified")

@@ -106,6 +106,51 @@ CATALOGUE: tuple[SourceMutant, ...] = (
     _mutant("alibi-sign", "bias = (-slopes[:, None, None] * (i[:, None] - i[None, :])).to(dtype)",
                "bias = (slopes[:, None, None] * (i[:, None] - i[None, :])).to(dtype)", ["2.2", "2.1"],
                "ALiBi with the wrong sign: distant tokens favoured", "kernels", path="numerics/kernels.py"),
+    _mutant("cert-K-without-gate-scaling", "Ds = _slow_branch_maps(stack, xs)",
+               "Ds = cfg.h * _slow_branch_maps(stack, xs)", ["5.1"],
+               "the certificate's slow-branch map K_ℓ is ∂/∂g of the layer (carrying h) instead of (1/h)∂/∂g",
+               "certificate", path="numerics/stability.py"),
+    _mutant("cert-slow-branch-wrong-block",
+               "out.append(_batched_jacobian(lambda e: shift @ layer.slow.attn(layer.ln1(x + e)), zero))",
+               "out.append(_batched_jacobian(lambda e: shift.T @ layer.slow.attn(layer.ln1(x + e)), zero))",
+               ["5.1"], "the certificate's slow branch shifted the wrong way: block b reads block b+1",
+               "certificate", path="numerics/stability.py"),
+    _mutant("cert-slow-branch-skips-ln1",
+               "out.append(_batched_jacobian(lambda e: shift @ layer.slow.attn(layer.ln1(x + e)), zero))",
+               "out.append(_batched_jacobian(lambda e: shift @ layer.slow.attn(x + e), zero))",
+               ["5.1"], "the certificate's slow-branch map differentiates the slow attention without LN₁",
+               "certificate", path="numerics/stability.py"),
+    _mutant("cert-K-without-mlp-stage",
+               'K = torch.einsum("lij,lajbk->laibk", factor, Ds.reshape(-1, n, d, n, d)).reshape(-1, N, N)',
+               "K = Ds.reshape(-1, N, N)", ["5.1"],
+               "K_ℓ without the MLP stage's factor (I + C_ℓ): the slow branch taken as the layer's output",
+               "certificate", path="numerics/stability.py"),
+    _mutant("cert-K-without-operating-point-shift",
+               'K = K + torch.einsum("laij,lajc->laic", shift, G_u).reshape(L, N, N)', "K = K.clone()", ["5.1"],
+               "K_ℓ without the shift of the MLP's operating point by the slow output (the linear model's K)",
+               "certificate", path="numerics/stability.py"),
+    _mutant("cert-margin-frobenius", "norms = spectral_norm(torch.stack([G, K])).to(torch.float64).cpu()",
+               "norms = torch.linalg.matrix_norm(torch.stack([G, K])).to(torch.float64).cpu()", ["5.1"],
+               "the certificate's norms ‖G_ℓ‖, ‖K_ℓ‖ (and so μ, g*) taken in Frobenius instead of the 2-norm",
+               "certificate", path="numerics/stability.py"),
+    _mutant("spectral-norm-smallest",
+               "return torch.linalg.eigvalsh(M.transpose(-1, -2) @ M)[..., -1].clamp_min(0).sqrt()",
+               "return torch.linalg.eigvalsh(M.transpose(-1, -2) @ M)[..., 0].clamp_min(0).sqrt()", ["5.1", "5.2"],
+               "the spectral norm returns the smallest singular value instead of the largest", "certificate",
+               path="numerics/stability.py"),
+    _mutant("gated-jacobian-gates-mixed", 'params["gate"] = gates.repeat_interleave(N).reshape(B, 1, 1)',
+               'params["gate"] = gates.repeat(N).reshape(B, 1, 1)', ["5.1"],
+               "the direct gated-layer Jacobians interleave the gates across the batch (repeat, not "
+               "repeat_interleave): each row of ΠJ(g)Π⁺ is taken at another gate", "certificate",
+               path="numerics/stability.py"),
+    _mutant("training-mask-sees-next",
+               "allowed = (i[None, :] <= i[:, None]) & (i[None, :] // P == i[:, None] // P)",
+               "allowed = (i[None, :] <= i[:, None] + 1) & (i[None, :] // P == i[:, None] // P)", ["7.3"],
+               "the within-block causal mask of the training model off by one: token i also sees token i+1",
+               "training", path="numerics/training.py"),
+    _mutant("training-target-unshifted", "logits = model(tokens)[:, :-1]", "logits = model(tokens)[:, 1:]",
+               ["7.3"], "the next-token loss aligns the logits of position t+1 with token t+1 (it sees its target)",
+               "training", path="numerics/training.py"),
 )
 
 
@@ -208,3 +253,18 @@ def format_table(source: dict) -> str:
     lines.append(f"\nsource mutants killed by the ledger: {source['killed_by_ledger']}/{source['total']} = "
                  f"{source['ledger_score']:.2f}; by a test only: {source['killed_by_test_only']}")
     return "\n".join(lines)
+
+
+def markdown_section(source: dict) -> list[str]:
+    """The source mutants' two scores and table, as report markdown (``fastslow mutate --json``'s
+    ``source`` entry)."""
+    lines = [f"Source mutants (mistakes in the stack, kernels, pooling, certificate, training): "
+             f"**{source['killed_by_ledger']}/{source['total']} killed by the ledger** "
+             f"(= {source['ledger_score']:.2f}); killed by a test only: **{source['killed_by_test_only']}**; "
+             f"survived: {source['total'] - source['killed_by_ledger'] - source['killed_by_test_only']}.", "",
+             "| source mutant | where | claims | killed by |", "|---|---|---|---|"]
+    for r in source["mutants"]:
+        how = (f"ledger {r['killed_by_ledger']}" if r["killed_by_ledger"] else
+               f"test only: {r['killed_by_test_only']}" if r["killed_by_test_only"] else "**SURVIVED**")
+        lines.append(f"| {r['name']} | {r['where']} | {', '.join(r['claims'])} | {how.replace('|', '/')} |")
+    return lines

@@ -160,7 +160,7 @@ def default_checkpoint(cache_dir: str | Path, progress: bool = False) -> Path:
 
 #: The matrix's trained stack: pre-LN (the claims at the reference need g = 0), small enough to
 #: train in seconds and to check every on-stack claim on it within the matrix's budget.
-SMALL = TextConfig(arch="preln", d=8, layers=3, heads=2, T=16, P=8, tokens=60_000, batch=32,
+SMALL = TextConfig(arch="preln", d=4, layers=3, heads=2, T=8, P=8, tokens=60_000, batch=64,
                    eval_every=20, eval_windows=64)
 
 

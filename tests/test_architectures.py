@@ -198,8 +198,9 @@ def test_looped_contractive_injection_bounded_at_any_depth(seed, delta):
     X = torch.randn(T, D, dtype=F64, generator=torch.Generator().manual_seed(seed))
     rho = float(stack.decay_factors().detach().max())  # spectral radius of the linear part, exp(−Δ min a) < 1
     assert rho < 1
-    c = _increment_bound(stack.layer)
-    inj = float(stack.inj_delta) * float((X @ stack.inj_B).norm(dim=-1).max())
+    with torch.no_grad():  # the bound is a number: its terms need no graph
+        c = _increment_bound(stack.layer)
+        inj = float(stack.inj_delta) * float((X @ stack.inj_B).norm(dim=-1).max())
     # ‖x_{k+1}‖ ≤ ρ‖x_k‖ + inj + c per token, so sup_k ‖x_k‖ ≤ max(‖x_0‖, (inj + c)/(1 − ρ)).
     bound = max(float(X.norm(dim=-1).max()), (inj + c) / (1 - rho))
     with torch.no_grad():

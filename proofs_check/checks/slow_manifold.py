@@ -17,7 +17,7 @@ from proofs_check.ledger import (
     SymbolicStep,
     claim,
 )
-from proofs_check.on_stack import Verdict, arch_free, on_stack
+from proofs_check.on_stack import Verdict, arch_free, matrix_spec, on_stack
 from proofs_check.on_stack import evaluate as evaluate_on
 from theory import slow_manifold as th
 
@@ -258,7 +258,7 @@ def _cost_specs(arch: str, ctx) -> list[StackSpec]:
             configs += [(1024, 32, 64, 8), (96, 3, 12, 3), (2048, 128, 32, 4)]
         return [StackSpec(T=T, d=d, layers=1, heads=heads, kernel="causal", P=P, seed=0)
                 for T, P, d, heads in configs]
-    return [StackSpec(T=16, d=8, layers=1, heads=2, kernel="causal", P=4, arch=arch, seed=ctx.seed)]
+    return [matrix_spec(arch, ctx, T=16, d=8, layers=1, P=4)]
 
 
 def _attention_paths(spec: StackSpec):

@@ -17,7 +17,7 @@ from proofs_check.ledger import (
     SymbolicStep,
     claim,
 )
-from proofs_check.on_stack import EXACT, Verdict, arch_free, on_stack
+from proofs_check.on_stack import EXACT, Verdict, arch_free, matrix_spec, on_stack
 from proofs_check.on_stack import evaluate as evaluate_on
 from theory import stability as th
 
@@ -63,9 +63,7 @@ def _specs_5_1(arch: str, ctx) -> list[StackSpec]:
         cases = [(1, "full"), (2, "causal"), (3, "block")][: 2 if ctx.quick else 3]
         return [StackSpec(T=T, d=d, layers=layers, heads=2, kernel=kernel, P=4, seed=seed, knobs=CONTRACTIVE)
                 for seed, kernel in cases]
-    return [StackSpec(T=4, d=4, layers=1 if arch == "hrm" else 3, heads=2, kernel="causal", P=2, arch=arch,
-                      seed=ctx.seed, knobs={"decay": 6.0},
-                      arch_options={"compress_gate": 0.0} if arch == "compressed" else {})]
+    return [matrix_spec(arch, ctx, P=2, knobs={"decay": 6.0}, compress_gate=0.0)]
 
 
 @on_stack("5.1", specs=_specs_5_1)

@@ -1,0 +1,46 @@
+"""The source-mutant catalogue (proofs_check/source_mutants.py): every entry still applies to the
+current source exactly once, a stale entry is an error rather than a kill, and cheap mutants are
+killed by the ledger itself (a fresh interpreter on a scratch copy, as ``fastslow mutate`` runs them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from proofs_check import source_mutants as sm
+
+
+@pytest.mark.parametrize("mutant", sm.CATALOGUE, ids=lambda m: m.name)
+def test_every_source_mutant_applies_to_the_current_source_exactly_once(mutant):
+    text = (sm.REPO / mutant.path).read_text()
+    assert text.count(mutant.old) == 1, f"{mutant.name} is stale: update its line to {mutant.path}'s code"
+    assert mutant.old != mutant.new
+    assert mutant.claims and mutant.where in ("forward pass", "reference trajectory", "kernels", "pooling",
+                                              "certificate", "training")
+
+
+def test_catalogue_covers_every_place_and_names_known_claims():
+    known = sm.catalogue()  # raises on duplicate names or unknown claim ids
+    assert len(known) >= 16
+    assert {m.where for m in known.values()} == {"forward pass", "reference trajectory", "kernels", "pooling",
+                                                 "certificate", "training"}
+
+
+def test_a_stale_mutant_is_an_error_not_a_kill(tmp_path):
+    stale = sm.SourceMutant("stale", "numerics/stack.py", "this line is not in the stack", "x", ("2.1",),
+                            "negative control", "forward pass")
+    (tmp_path / "numerics").mkdir()
+    (tmp_path / "numerics" / "stack.py").write_text("a = 1\n")
+    with pytest.raises(ValueError, match="stale: its line occurs 0 times"):
+        stale.apply(tmp_path)
+    twice = sm.SourceMutant("twice", "numerics/stack.py", "a = 1", "a = 2", ("2.1",), "control", "forward pass")
+    (tmp_path / "numerics" / "stack.py").write_text("a = 1\na = 1\n")
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        twice.apply(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["cert-margin-frobenius"])
+def test_cheap_source_mutants_are_killed_by_the_ledger(name):
+    # the ledger check alone (no tests) on a scratch copy with the mistake applied: about 10–15 s
+    result = sm.run_one(name, run_tests=False)
+    assert not result["crashes"], result["crashes"]
+    assert result["killed_by_ledger"], f"{name} survived the ledger of {result['claims']}"
