@@ -248,3 +248,44 @@ __all__ = ["commutator_prediction", "depth_ordered_product", "error_constant_ref
            "flow_reference", "iid_drift", "iid_drift_prediction", "layer_jacobians", "relative", "richardson",
            "scalar_error_constants", "scalar_euler", "smooth_stacks_errors", "smooth_stacks_outputs",
            "vector_field_at"]
+
+
+# ----------------------------------------------------------------------------- the paper's layer
+def _paper_mask(T: int, kernel: str, block_size: int | None, heads: int, dtype) -> torch.Tensor | None:
+    """SDPA's mask for docs/theory.md §0's kernels, built from the definitions alone: causal j ≤ i,
+    block ⌊j/b⌋ ≤ ⌊i/b⌋, ALiBi causal with score −m_h (i − j), m_h = 2^(−8(h+1)/H); full: none."""
+    i = torch.arange(T)
+    if kernel == "full":
+        return None
+    if kernel == "block":
+        return (i[None, :] // block_size <= i[:, None] // block_size).expand(heads, T, T)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    if kernel == "causal":
+        return causal.expand(heads, T, T)
+    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)], dtype=dtype)
+    bias = -slopes[:, None, None] * (i[:, None] - i[None, :]).to(dtype)
+    return bias.masked_fill(~causal, -float("inf"))
+
+
+def paper_forward(stack: Stack, X: torch.Tensor) -> torch.Tensor:
+    """The stack's output written from docs/theory.md §0 with torch's reference ops on the stack's
+    weights (F.layer_norm, F.scaled_dot_product_attention with its 1/√d_k, exact F.gelu):
+    U = (1 − hα)X + h Σ_h SDPA(LN₁X W_Q, LN₁X W_K, LN₁X W_V) W_O,  X' = U + h MLP(LN₂U).
+    An independent route to the forward pass (no code shared with numerics/stack.py); the slow
+    path is not covered (P must be None)."""
+    cfg = stack.config
+    if cfg.P is not None:
+        raise ValueError("paper_forward covers the plain stack only: P must be None")
+    F = nn.functional
+    T, d = X.shape[-2:]
+    mask = _paper_mask(T, cfg.kernel, cfg.block_size, cfg.heads, X.dtype)
+    for layer in stack.layers:
+        ln = lambda z, m: F.layer_norm(z, (d,), m.gamma, m.beta, eps=1e-5)  # noqa: E731
+        z = ln(X, layer.ln1)
+        a = layer.attn
+        q, k, v = (torch.einsum("td,hdk->htk", z, W) for W in (a.W_Q, a.W_K, a.W_V))
+        mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        U = (1.0 - cfg.h * cfg.decay) * X + cfg.h * torch.einsum("htk,hkd->td", mixed, a.W_O)
+        m = layer.mlp
+        X = U + cfg.h * (F.gelu(ln(U, layer.ln2) @ m.W1 + m.b1) @ m.W2 + m.b2)
+    return X

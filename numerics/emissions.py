@@ -1,4 +1,4 @@
-"""Numerics of THEORY.md §7: conjugate posteriors (7.1), Gaussian AR(1) risks and Monte
+"""Numerics of docs/theory.md §7: conjugate posteriors (7.1), Gaussian AR(1) risks and Monte
 Carlo (7.2), and the exact Bayes-optimal next-token losses of the topic data (7.3).
 
 Every formula comes from ``numerics.generated.emissions`` (derived in theory/emissions.py);

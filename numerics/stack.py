@@ -319,7 +319,13 @@ def check_input(x: torch.Tensor, T: int, d: int, *, finite: bool = True, name: s
     """
     if x.dim() < 2 or x.shape[-2:] != (T, d):
         raise ValueError(f"input has shape {tuple(x.shape)}, expected (..., T={T}, d={d})")
-    if finite and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+    if not (finite and x.is_floating_point()):
+        return
+    try:
+        bad = not bool(torch.isfinite(x).all())
+    except RuntimeError:  # under torch.func.vmap a value cannot be inspected; the batch's caller owns it
+        return
+    if bad:
         index = tuple(int(i) for i in (~torch.isfinite(x)).nonzero()[0])
         raise ValueError(f"{name} has a non-finite entry at index {index} ({float(x[index])}); "
                          "inputs must be finite")

@@ -21,21 +21,37 @@ def environment(device: str) -> dict:
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 
+def check_seed(profile: str, seed: int | None) -> int:
+    """The seed the checks draw their stacks from: ``seed`` when given, else 0 (``ci``,
+    ``thorough``: the same stacks every run) or a fresh one (``random``: new stacks each run)."""
+    if seed is not None:
+        return seed
+    if profile == "random":
+        import secrets
+
+        return secrets.randbelow(2**31)
+    return 0
+
+
 def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
-               quick: bool = True, progress: bool = True, cache_dir: str | None = None) -> dict:
-    """Run the selected claims (all of THEORY.md by default) and return the ledger dict."""
+               quick: bool = True, progress: bool = True, cache_dir: str | None = None,
+               seed: int | None = None) -> dict:
+    """Run the selected claims (all of THEORY.md by default) and return the ledger dict; the
+    checks draw their stacks from ``check_seed(profile, seed)``, recorded in the options."""
     from proofs_check.progress import track
 
     from proofs_check.validation import validate_check
 
-    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick)
+    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick, seed=seed)
     load_checks()
     ids = params.claim_ids or list(CLAIM_IDS)
-    ctx = CheckContext(device=device, profile=profile, quick=quick, cache_dir=cache_dir)
+    seed = check_seed(profile, seed)
+    ctx = CheckContext(device=device, profile=profile, quick=quick, seed=seed, cache_dir=cache_dir)
     claims = [run_claim(cid, ctx)
               for cid in track(ids, "check claims", unit="claim", label=_claim_label, enabled=progress)]
     return {"claims": claims, "environment": environment(device),
-            "options": {"profile": profile, "quick": quick}}
+            "options": {"profile": profile, "quick": quick, "seed": seed,
+                        "reproduce": f"--profile {profile} --seed {seed}"}}
 
 
 def _claim_label(cid: str) -> str:
@@ -79,6 +95,8 @@ def format_table(ledger: dict) -> str:
     lines.append(f"\n{counts['verified']} verified, {counts['failed']} failed, {counts['skipped']} skipped; "
                  f"profile {opts.get('profile', 'ci')}, {sizes}: {proved}/{steps} symbolic steps proved "
                  "(the step count depends on the profile and sizes)")
+    if "seed" in opts:
+        lines.append(f"stacks drawn from seed {opts['seed']} (reproduce with {opts['reproduce']})")
     for c in ledger["claims"]:
         if c["status"] == "failed":
             lines.append(f"  {c['id']} failed: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")

@@ -22,7 +22,7 @@ from proofs_check.validation import (InvalidInput, ascii_float, ascii_int, check
                                      check_output_file, load_ledger, memory_size, validate_claims)
 
 DEVICES = ("auto", "cpu", "cuda")
-PROFILES = ("ci", "thorough")
+PROFILES = ("ci", "random", "thorough")
 
 
 class UsageError(ValueError):
@@ -104,7 +104,7 @@ def cmd_check(args) -> int:
         return 1
     if args.stack:
         return _check_stack(args, claims, device, integrity)
-    ledger = run_checks(claims, device=device, profile=args.profile,
+    ledger = run_checks(claims, device=device, profile=args.profile, seed=args.seed,
                         quick=not args.full, progress=not args.no_progress)
     ledger["integrity"] = integrity.as_dict()
     print(format_table(ledger), file=_table_stream(args))
@@ -271,7 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: all)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where simulations run (default cpu)")
     p.add_argument("--profile", choices=PROFILES, default=os.environ.get("HYPOTHESIS_PROFILE", "ci"),
-                   help="ci: bounded sizes (default); thorough: many more cases, meant for a GPU")
+                   help="ci: bounded sizes, the same stacks every run (default); random: stacks from a "
+                        "fresh seed, printed with the ledger (reproduce with --seed N); thorough: many more "
+                        "cases, meant for a GPU")
+    p.add_argument("--seed", type=ascii_int, default=None,
+                   help="seed the checks draw their stacks from (default 0; with --profile random a fresh "
+                        "one); 0 ≤ seed < 2**63 - 1")
     p.add_argument("--full", action="store_true", help="full-size checks instead of the quick CI sizes")
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the ledger as JSON ('-': stdout)")
     p.add_argument("--allow-drift", action="store_true",
@@ -355,8 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("matrix", help="the claims × architectures matrix (holds / conditional / fails / n/a)",
-                       description="Evaluate every claim on every architecture variant (preln, postln, relu, "
-                                   "looped, hrm, mhc, compressed) and print the grid: holds, conditional (with "
+                       description="Evaluate every claim on every architecture variant (numerics.architectures; "
+                                   "--only-arch picks some) and print the grid: holds, conditional (with "
                                    "its condition), fails (with a shrunk counterexample) or n/a (with the reason).")
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the matrix as JSON ('-': stdout)")
     mode = p.add_mutually_exclusive_group()

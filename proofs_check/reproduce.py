@@ -61,6 +61,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
 
             results["matrix"] = run_matrix(quick=quick, ledger=results["ledger"], device=device,
                                            progress=True)
+            write_json(cache_dir / "matrix.json", results["matrix"])  # read by the claims_matrix figure
             write_json(out / "matrix.json", results["matrix"])
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))

@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from numerics import coarse_graining as ncg
 from numerics import kernels as K
 from numerics import matrix_free as mf
 from numerics import stability as ns
@@ -286,7 +285,7 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
                                       + ", ".join(f"{e:.3g}" for e in errs) + f" at L = {depths}; fitted slope "
                                       f"{slope:.3f} (error |slope − 1|/{SLOPE_TOL}); reference DOP853 rtol 1e-10",
                                       [{"L": L, "error": e} for L, e in zip(depths, errs)]),
-        control=_control(ok, f"i.i.d. untied weights: ‖x̄_L − x̄_0‖ = " + ", ".join(f"{v:.3g}" for v in drift)
+        control=_control(ok, "i.i.d. untied weights: ‖x̄_L − x̄_0‖ = " + ", ".join(f"{v:.3g}" for v in drift)
                          + f" at L = {idepths} (mean of {len(seeds)} seed(s)), slope {islope:.3f} (predicted 0.5 ± {SLOPE_TOL}, not 1)"),
         notes="On the token-homogeneous invariant set 1x̄ᵀ every layer acts on x̄ alone (A1 = 1), so the "
               "Euler statement at width d is checked in O(L d²) per depth; the stack's T does not enter there. "
@@ -503,8 +502,6 @@ def scale_3_2(run: ScaleRun) -> ClaimResult:
     Q = run._Q()
     pred_perp = act(Vperp[None])[0]
     probe_ratio = float(torch.linalg.matrix_norm(Pi @ pred_perp) / torch.linalg.matrix_norm(pred_perp))
-    Lift = K.lift_matrix(T, P, run.tdtype, run.device)
-
     def M(x):
         return Pi @ act(x - Q @ x)
 
@@ -517,7 +514,6 @@ def scale_3_2(run: ScaleRun) -> ClaimResult:
                                                                seed=run.seed, dtype=run.tdtype, device=run.device))
     # Π has norm 1/√P on block-constant states: compare ‖ΠJ(I−Q)‖ with ‖ΠJ‖ ≈ ‖J‖/√P
     op_ratio = sigma_M * math.sqrt(P) / sigma_J
-    del Lift
     ok = probe_ratio > 1e-3 and op_ratio > 1e-3
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, res_full, tol,
@@ -702,6 +698,7 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
                   f"{c['peak_rss_gib']:.2f} GiB", file=sys.stderr, flush=True)
     return {"claims": claims, "environment": environment(device),
             "options": {"profile": f"--scale {name}", "quick": False, "scale": name, "dtype": dtype, "seed": seed,
+                        "reproduce": f"fastslow check --scale {name} --dtype {dtype} --device {device}",
                         **run.size()},
             "seconds": time.perf_counter() - start,
             "peak_rss_gib": max([c.get("peak_rss_gib", 0.0) for c in claims] + [peak_rss_gib()])}

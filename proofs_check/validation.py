@@ -323,8 +323,16 @@ class CheckParams(BaseModel):
 
     claim_ids: list[str] | None = None
     device: str = "cpu"
-    profile: Literal["ci", "thorough"] = "ci"
+    profile: Literal["ci", "random", "thorough"] = "ci"
     quick: bool = True
+    seed: int | None = None
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, value):
+        if value is not None and not 0 <= value < 2**63 - 1:
+            raise ValueError(f"seed={value} must satisfy 0 ≤ seed < 2**63 - 1")
+        return value
 
     @field_validator("claim_ids", mode="before")
     @classmethod

@@ -148,3 +148,44 @@ def test_relu_chain_rule_no_grad_warning():
         warnings.simplefilter("error", UserWarning)
         v = evaluate("1.2", matrix_spec("relu", ctx), ctx)
     assert v.status == "conditional" and v.measured["kink_distance"] > 0
+
+
+def test_paper_forward_sees_a_wrong_step_in_one_layer_by_the_predicted_amount():
+    """The stack against the paper's layer written with torch's reference ops: equal to rounding, and
+    a last layer stepping h(1 + δ) instead of h moves the output by δh ∂_h X' + O(δ²), with
+    X' = u + h M(u), u = (1 − hα)x + h a: ∂_h X' = (a − αx) + M(u) + h M'(u)(a − αx)."""
+    stack = random_stack(6, 8, 4, 2, "causal", seed=1, value_scale=1.0)
+    X = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    layer, h, alpha = stack.layers[-1], stack.h, stack.config.decay
+    with torch.no_grad():
+        x = stack.trajectory(X)[-2]
+        out = stack(X)
+        assert float((out - nd.paper_forward(stack, X)).norm() / out.norm()) <= 1e-12
+        a = layer.mixing(x)
+        u = (1 - h * alpha) * x + h * a
+    mlp = lambda z: layer.mlp(layer.ln2(z))  # noqa: E731
+    M, dM = torch.func.jvp(mlp, (u,), (a - alpha * x,))
+    predicted = (a - alpha * x + M + h * dM).detach()
+    delta = 1e-6
+    with torch.no_grad():
+        layer.h = h * (1 + delta)
+        moved = stack(X) - nd.paper_forward(stack, X)
+    predicted = delta * h * predicted
+    # first order in δ: the remainder is O(δ²h²), ≪ 1e-3 of the O(δ) move
+    assert float((moved - predicted).norm()) <= 1e-3 * float(predicted.norm())
+
+
+def test_ledger_1_1_catches_attention_without_its_score_scale(monkeypatch):
+    """A mistake injected in the stack (scores without 1/√d_k) keeps the Euler slope and constant of
+    the mutated stack, but not the paper's layer: the ledger entry must fail."""
+    from numerics.stack import Attention
+
+    def weights(self, z):
+        q = torch.einsum("...td,hdk->...htk", z, self.W_Q)
+        k = torch.einsum("...td,hdk->...htk", z, self.W_K)
+        return torch.softmax(q @ k.transpose(-1, -2) + self.bias, dim=-1)
+
+    ctx = CheckContext()
+    monkeypatch.setattr(Attention, "weights", weights)
+    v = evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx)
+    assert v.status == "fails" and v.measured["paper_layer_rel_error"] > 1e-6

@@ -1,4 +1,4 @@
-"""THEORY.md §7, claims 7.1 and 7.2 (and the data / Bayes filter behind 7.3), each property
+"""docs/theory.md §7, claims 7.1 and 7.2 (and the data / Bayes filter behind 7.3), each property
 beside a negative control that breaks its condition.
 
 Tolerances:

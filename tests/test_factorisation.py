@@ -177,3 +177,28 @@ def test_eigen_error_predicted_by_inverse_residual():
     """2.3's control: the float64 eigen-coordinate error is (fl(S⁻¹)S − I)·blocks, within a factor 2."""
     for r in chk.eigen_coordinate_errors([4, 16, 32]):
         assert chk.EIGEN_BAND[0] <= r["eigen_error"] / r["predicted_error"] <= chk.EIGEN_BAND[1], r
+
+
+def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
+    """A mistake injected in the kernels (ALiBi with the wrong sign, the block kernel block-diagonal):
+    the factorisation holds for the wrong kernel too, the paper-layer comparison must not."""
+    import math
+
+    from numerics import kernels as K
+    from proofs_check.ledger import CheckContext
+
+    assert max(chk.paper_layer_errors().values()) <= 1e-12
+    real_mask = K.allowed_mask
+
+    def block_diagonal(T, kernel, block_size=None, device=None):
+        if kernel != "block":
+            return real_mask(T, kernel, block_size, device)
+        b = torch.arange(T, device=device) // block_size
+        return b[None, :] == b[:, None]
+
+    monkeypatch.setattr(K, "allowed_mask", block_diagonal)
+    errs = chk.paper_layer_errors()
+    assert errs["block"] > 1e-3 and max(errs[k] for k in ("causal", "full", "alibi")) <= 1e-12
+    result = chk.check_2_1(CheckContext())
+    assert result.numeric.max_error > result.numeric.tolerance
+    assert not math.isnan(result.numeric.max_error)

@@ -44,3 +44,9 @@ def test_cheap_source_mutants_are_killed_by_the_ledger(name):
     result = sm.run_one(name, run_tests=False)
     assert not result["crashes"], result["crashes"]
     assert result["killed_by_ledger"], f"{name} survived the ledger of {result['claims']}"
+
+
+def test_mutate_only_names_source_mutants_with_source_only():
+    from proofs_check.cli import main
+
+    assert main(["mutate", "--source-only", "--only", "G-sign-flip", "--no-tests"]) == 2

@@ -126,7 +126,7 @@ def test_frozen_gate_stays_exactly_zero_and_coupled_gate_moves():
 
 
 def test_slow_path_gets_zero_gradient_at_closed_gate():
-    """THEORY 7.3: at g = 0 the slow-path weights receive exactly zero gradient."""
+    """docs/theory.md §7, claim 7.3: at g = 0 the slow-path weights receive exactly zero gradient."""
     model = tr.HierarchicalLM(TINY, seed=0)
     tokens, _ = TINY.data().sample(4, TINY.T, 0)
     tr.next_token_loss(model, tokens).backward()

@@ -53,10 +53,15 @@ def _euler_preln(spec: StackSpec, ctx) -> Verdict:
     const_err = float((R2 - C).norm()) / Cn
     # R₂ − C = b h³ + O(h⁴) and `estimate` is |b| h³ from the last two R₂; twice it leaves room for the O(h⁴)
     const_tol = 2 * estimate / Cn
-    error = max(abs(slope - 1) / SLOPE_TOL, const_err / const_tol)
+    # the stack's layers are the paper's layer: its output against docs/theory.md §0 written with torch's
+    # reference ops (nd.paper_forward); float64, ≤ 64 layers of O(1) values: EXACT = 1e-12 relative
+    with torch.no_grad():
+        layer_err = max(float((outs[L] - nd.paper_forward(spec.with_(layers=L).build(), X0)).norm())
+                        / float(outs[L].norm()) for L in (depths[0], depths[-1]))
+    error = max(abs(slope - 1) / SLOPE_TOL, const_err / const_tol, layer_err / EXACT)
     measured = {"depths": depths, "errors": errs, "slope": slope, "C_richardson_norm": float(R2.norm()),
                 "C_rel_error": const_err, "C_rel_error_one_level": float((R1 - C).norm()) / Cn,
-                "C_rel_tolerance": const_tol}
+                "C_rel_tolerance": const_tol, "paper_layer_rel_error": layer_err}
     status = "holds" if error <= 1.0 else "fails"
     return Verdict("1.1", status, measured=measured, predicted={"slope": 1.0, "C_norm": Cn},
                    error=error, tolerance=1.0,
@@ -130,7 +135,8 @@ def scalar_constant_error(a0=0.5, a1=1.0, x0=1.0, Ls=(512, 1024)):
        generated=["numerics.generated.depth_flow.shifted_defect",
                   "numerics.generated.depth_flow.euler_error_constant", "numerics.generated.depth_flow.scalar_rate"],
        tests=["tests/test_depth_flow.py::test_euler_slope_one", "tests/test_depth_flow.py::test_iid_weights_slope_half",
-              "tests/test_depth_flow.py::test_ledger_catches_wrong_sublayer_input"],
+              "tests/test_depth_flow.py::test_ledger_catches_wrong_sublayer_input",
+              "tests/test_depth_flow.py::test_ledger_1_1_catches_attention_without_its_score_scale"],
        control="i.i.d. untied weights: ‖X_L − X_0‖ ≈ σ_F h^(1/2) (slope 0.5, not 1), σ_F² = E‖F(θ, X_0)‖²",
        figure="euler_convergence")
 def check_1_1(ctx) -> ClaimResult:
@@ -166,8 +172,9 @@ def check_1_1(ctx) -> ClaimResult:
                      "pre-asymptotic); stack constant: Richardson R₂ vs derived E(1) rel {m['C_rel_error']:.1e} "
                      f"(tol {m['C_rel_tolerance']:.1e}: twice the O(h³) term estimated from the last two R₂; one level: "
                      f"{m['C_rel_error_one_level']:.1e}); scalar constant C={C:.6f} vs Richardson {rich:.6f} "
-                     f"(rel {scalar_err:.1e}, tol 10/L²={scalar_tol:.1e}); max_error is "
-                     "max(|slope−1|/0.1, stack rel/tol, scalar rel/tol)",
+                     f"(rel {scalar_err:.1e}, tol 10/L²={scalar_tol:.1e}); the stack's output against the paper's "
+                     f"layer (torch reference ops) rel {m['paper_layer_rel_error']:.1e} (tol {EXACT:.0e}); "
+                     "max_error is max(|slope−1|/0.1, stack rel/tol, scalar rel/tol, paper-layer rel/tol)",
             table=table),
         control=ControlResult(
             "fails-as-predicted" if ok else "did-not-fail",

@@ -1,4 +1,4 @@
-"""Ledger checks of THEORY.md §7 (family ``emissions``): claims 7.1, 7.2, 7.3."""
+"""Ledger checks of docs/theory.md §7 (family ``emissions``): claims 7.1, 7.2, 7.3."""
 
 from __future__ import annotations
 

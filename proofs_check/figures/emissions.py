@@ -1,4 +1,4 @@
-"""Figures of THEORY.md §7: posterior sufficiency (7.1), risk vs ρ (7.2), training curves (7.3)."""
+"""Figures of docs/theory.md §7: posterior sufficiency (7.1), risk vs ρ (7.2), training curves (7.3)."""
 
 from __future__ import annotations
 

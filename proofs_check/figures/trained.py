@@ -33,9 +33,10 @@ def render_trained_vs_random(ctx, out_dir):
     from numerics.corpus import ByteCorpus, unigram_entropy
     from numerics.spec import StackSpec
     from numerics.training import cache_dir_for
-    from proofs_check.train import default_checkpoint
+    from proofs_check.train import FIGURE, SMALL, default_checkpoint
 
-    path = default_checkpoint(cache_dir_for(ctx))
+    # ``ctx.smoke`` (the notebook and figure tests) selects the seconds-sized matrix stack.
+    path = default_checkpoint(cache_dir_for(ctx), cfg=SMALL if getattr(ctx, "smoke", False) else FIGURE)
     tensors, manifest = ckpt.load(path)
     spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64"})
     stacks = {"random (initialisation)": spec.build(), "trained": spec.with_(checkpoint=str(path)).build()}
@@ -65,7 +66,7 @@ def render_trained_vs_random(ctx, out_dir):
     axes[1].set_xlabel("layer ℓ")
     axes[1].set_ylabel("mean attention weight on token 0")
     axes[1].set_title("the first-token sink", fontsize=9)
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=8, loc="best")
     axes[2].set_xticks(np.arange(spec.layers + 1))
     axes[2].set_xlabel("depth ℓ (state X_ℓ)")
     axes[2].set_ylabel("‖X_ℓ − 1x̄ᵀ‖ / ‖X_ℓ‖")
