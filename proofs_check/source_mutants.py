@@ -232,7 +232,7 @@ def run_source_mutants(names: list[str] | None = None, workers: int = 2, run_tes
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, n, run_tests) for n in names]
         results = [f.result() for f in tqdm(futures, desc="source mutants", unit="mutant",
-                                            disable=not progress)]
+                                            disable=not progress or not sys.stderr.isatty())]
     by_ledger = sum(r["killed_by_ledger"] is not None for r in results)
     by_test = sum(r["killed_by_ledger"] is None and r["killed_by_test_only"] is not None for r in results)
     total = len(results)
