@@ -514,7 +514,9 @@ def scale_3_2(run: ScaleRun) -> ClaimResult:
                                                                seed=run.seed, dtype=run.tdtype, device=run.device))
     # Π has norm 1/√P on block-constant states: compare ‖ΠJ(I−Q)‖ with ‖ΠJ‖ ≈ ‖J‖/√P
     op_ratio = sigma_M * math.sqrt(P) / sigma_J
-    ok = probe_ratio > 1e-3 and op_ratio > 1e-3
+    # the operator ratio is the claim's quantity (O(0.1): THEORY's 0.19 at T = 8); a random probe sees only
+    # a small part of it (1e-3 at gpt2-small), which must still be far above rounding
+    ok = op_ratio > 1e-2 and probe_ratio > 10 * run.gamma
     return ClaimResult(
         symbolic=[], numeric=_numeric(1, res_full, tol,
                                       f"full kernel, P = {P} (n = {T // P} blocks), slow path at gate 0: "
@@ -522,7 +524,7 @@ def scale_3_2(run: ScaleRun) -> ClaimResult:
                                       "(b) (J ≈ QJQ past ℓ*) is not evaluated at scale"),
         control=_control(ok, f"causal kernel (ΠA(I − Q) ≠ 0): ‖ΠJ(I−Q)V‖/‖J(I−Q)V‖ = {probe_ratio:.4f} on the probe, "
                              f"√P‖ΠJ(I−Q)‖₂/‖J‖₂ ≈ {op_ratio:.4f} by power iteration (6 steps, last changes "
-                             f"{ch_M:.1e}, {ch_J:.1e}); both O(0.1), not rounding"))
+                             f"{ch_M:.1e}, {ch_J:.1e}): O(0.1), and the probe's share far above rounding"))
 
 
 def scale_4_1(run: ScaleRun) -> ClaimResult:

@@ -171,7 +171,8 @@ def evaluate_3_1(spec, ctx) -> Verdict:
     if vacuous:
         why = (f"ρ̃ = {sd.rho:.4f} ≥ 1" if sd.bound is None else f"bound {sd.bound} ≥ L = {L}")
         return Verdict("3.1", "conditional", condition=f"ρ̃ < 1 and bound < L (here {why}: the bound is vacuous; "
-                       f"ℓ* = {depth_dense} measured both ways)", **kw)
+                       + ("no saturation depth" if depth_dense is None else f"ℓ* = {depth_dense}")
+                       + " measured both ways)", **kw)
     return Verdict("3.1", "holds", **kw)
 
 

@@ -192,7 +192,7 @@ CASES_1_2 = [(6, 8, 4, 2, "causal", 0), (5, 4, 3, 1, "full", 1), (8, 8, 8, 2, "b
 def _chain_specs(arch, ctx):
     if arch == "preln":
         cases = CASES_1_2[:2] if ctx.quick else CASES_1_2
-        return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=seed,
+        return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=ctx.seed + seed,
                           knobs={"block_size": 2} if k == "block" else {}) for T, d, L, H, k, seed in cases]
     return [matrix_spec(arch, ctx)]
 

@@ -99,7 +99,7 @@ def paper_layer_errors(seed: int = 0) -> dict[str, float]:
 
 def _factorisation_specs(arch, ctx):
     if arch == "preln":
-        return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=i,
+        return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=ctx.seed + i,
                           knobs={"value_scale": 1.0, "decay": 0.5 * (i % 2), **kw})
                 for i, (T, d, L, H, k, kw) in enumerate(CASES_2_1 if not ctx.quick else CASES_2_1[:3])]
     return [matrix_spec(arch, ctx)]
@@ -352,7 +352,7 @@ EIGEN_BAND = (0.5, 2.0)  # measured / first-order prediction: the similarity's o
 
 def _polynomial_specs(arch, ctx):
     if arch == "preln":
-        return [StackSpec(T=T, d=16, layers=8, heads=2, kernel="causal", seed=0)
+        return [StackSpec(T=T, d=16, layers=8, heads=2, kernel="causal", seed=ctx.seed)
                 for T in ([16, 64] if ctx.quick else [16, 64, 256])]
     kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
     return [matrix_spec(arch, ctx, T=6, layers=2, **kw)]  # hrm: one cycle, as before
@@ -440,7 +440,7 @@ def check_2_3(ctx) -> ClaimResult:
 
 def _qk_specs(arch, ctx):
     if arch == "preln":
-        return [StackSpec(T=4, d=4, layers=2, heads=2, kernel="causal", seed=0)]
+        return [StackSpec(T=4, d=4, layers=2, heads=2, kernel="causal", seed=ctx.seed)]
     return [matrix_spec(arch, ctx)]
 
 

@@ -280,7 +280,7 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
     from numerics import cost
 
     if spec.P is None:
-        return Verdict("6.3", "n/a", reason="P=None: the stack has no slow path")
+        return Verdict("6.3", "n/a", reason="P unset: the stack has no slow path")
     built = {}
 
     def paths_at(t):  # one stack per token count, shared by both paths

@@ -86,7 +86,7 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     if spec.arch != "preln":
         return _full_state_5_1(spec, ctx)
     if spec.P is None:
-        return Verdict("5.1", "n/a", reason="P=None: the stack has no slow path, so no gate to bound")
+        return Verdict("5.1", "n/a", reason="P unset: the stack has no slow path, so no gate to bound")
     stack = ns.at_zero_gate(spec.build())
     cert = ns.gate_certificate(stack)
     e = cert.enclosure
