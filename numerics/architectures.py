@@ -237,9 +237,7 @@ class ArchStack(nn.Module):
                              "one-block shift breaks token homogeneity)")
 
     def _check_input(self, x):
-        T, d = self.config.T, self.config.d
-        if x.dim() < 2 or x.shape[-2:] != (T, d):
-            raise ValueError(f"input has shape {tuple(x.shape)}, expected (..., T={T}, d={d})")
+        S.check_input(x, self.config.T, self.config.d, finite=self.base.check_inputs)
 
 
 class PreLN(ArchStack):
