@@ -76,11 +76,6 @@ def derivations(generated: list[str]) -> list[Derivation]:
     return out
 
 
-def derivation_latex(generated: list[str]) -> list[tuple[str, str]]:
-    """(qualified name, LaTeX) for each generated function a claim lists."""
-    return [(d.name, d.latex) for d in derivations(generated)]
-
-
 # ----------------------------------------------------------------------------- markdown text
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 

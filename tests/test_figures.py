@@ -80,11 +80,11 @@ def _category_ticks(axis) -> bool:
     return bool(texts) and all(re.search(r"[A-Za-z]", t) for t in texts)
 
 
-def _visible_ticks(axis, ax) -> list[float]:
+def _visible_ticks(axis) -> list[float]:
+    """Major tick positions inside the view (a locator may place some outside it)."""
     lo, hi = sorted(axis.get_view_interval())
-    labelled = {t.get_text() != "" for t in axis.get_ticklabels()}
-    locs = [v for v in axis.get_majorticklocs() if lo - 1e-9 * abs(hi - lo) <= v <= hi + 1e-9 * abs(hi - lo)]
-    return locs if True in labelled else []
+    slack = 1e-9 * abs(hi - lo)
+    return [v for v in axis.get_majorticklocs() if lo - slack <= v <= hi + slack]
 
 
 def _shares_labelled(ax, which: str) -> bool:
@@ -110,10 +110,10 @@ def axis_problems(fig, name: str) -> list[str]:
                 problems.append(f"{where}: the {which} axis has no label")
             if label.strip().lower() in ("value", "values", "y", "x"):
                 problems.append(f"{where}: {which} label {label!r} names no quantity")
-            if any(t.get_text() for t in axis.get_ticklabels()) and len(_visible_ticks(axis, ax)) < 2:
+            if any(t.get_text() for t in axis.get_ticklabels()) and len(_visible_ticks(axis)) < 2:
                 problems.append(f"{where}: fewer than two {which} ticks")
             if label and INTEGER_AXIS.search(label) and axis.get_scale() == "linear":
-                locs = _visible_ticks(axis, ax)
+                locs = _visible_ticks(axis)
                 if any(abs(v - round(v)) > 1e-9 for v in locs):
                     problems.append(f"{where}: fractional {which} ticks {locs}")
     return problems
