@@ -82,6 +82,12 @@ def test_harness_returns_every_key(monkeypatch):
     monkeypatch.setattr(codegen_speed, "QUICK_D", 4)
     monkeypatch.setattr(derive_time, "FAMILIES", ["stability"])
     monkeypatch.setattr(derive_time, "quick_claims", lambda: ["5.1"])
+    from benchmarks import scale, sweep
+
+    monkeypatch.setattr(sweep, "QUICK_STACKS", 2)
+    monkeypatch.setattr(sweep, "REPEATS", 1)
+    monkeypatch.setattr(scale, "QUICK", {**scale.QUICK, "T": (8, 16), "d": 8})
+    monkeypatch.setenv("FASTSLOW_BENCH_SCALE_CLAIMS", "0")
     results = run_benchmarks(quick=True, device="cpu")
     assert set(results) >= {"factorised_vs_dense_jacobian", "generated_vs_handwritten", "derive",
                             "memory", "machine"}
