@@ -1,4 +1,4 @@
-"""Architecture variants of the stack (issue 11), built from the base modules of numerics/stack.py.
+"""Architecture variants of the stack, built from the base modules of numerics/stack.py.
 
 Every variant is an :class:`ArchStack`: a *state* S of shape (..., T, F) (tokens are rows),
 an ``embed`` X -> S, a list of ``n_steps`` step maps S -> S, and a ``readout`` S -> X, so that

@@ -480,7 +480,7 @@ def resolve_method(stack) -> str:
     generated code exists, else "autograd"."""
     try:
         stack.frozen_kernel()
-        from numerics.generated import factorisation  # noqa: F401
+        from numerics.generated import factorisation  # noqa: F401  (presence only)
     except (ValueError, ImportError):
         return "autograd"
     return "factorisation"

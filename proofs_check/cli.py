@@ -242,7 +242,7 @@ def cmd_matrix(args) -> int:
     integrity = _integrity(args)
     if not integrity.ok and not integrity.override:
         return 1
-    matrix = run_matrix(quick=not args.full, only_arch=args.only_arch or None, claims=args.claim or None,
+    matrix = run_matrix(quick=not args.full, only_arch=args.only_arch or None, claims=claims,
                         ledger=ledger, device=_device(args.device), progress=not args.no_progress)
     matrix["integrity"] = integrity.as_dict()
     print(format_table(matrix), file=_table_stream(args))

@@ -130,28 +130,12 @@ ARCH_FREE: dict[str, str] = {}
 
 
 def arch_free(claim_id: str, reason: str) -> None:
-    """Declare that claim ``claim_id`` states nothing about a stack's architecture (its ledger entry is the verdict)."""
+    """Declare that the matrix does not evaluate claim ``claim_id`` per architecture, and why (it states
+    nothing about a stack's architecture, or it is an experiment on one model): its ledger entry is the verdict."""
     ARCH_FREE[claim_id] = reason
 
 
 EXACT = 1e-12  # relative: a float64 identity through a few O(1) layers (~1e-15) with 1e3 room
-
-
-def arch_stack(arch: str, *, T: int = 4, d: int = 4, layers: int = 3, heads: int = 2, kernel: str = "causal",
-               seed: int = 0, arch_options: dict | None = None, **knobs):
-    """The small stack of ``arch`` the matrix checks (T = 4, d = 4, 3 layers by default), as an ArchStack.
-
-    ``compressed`` needs a compression block (P = 2 unless given); ``hrm`` runs ``layers // 2``
-    cycles of 3 steps each, so that its step count matches the others'.
-    """
-    from numerics.architectures import build
-
-    if arch == "compressed" and "P" not in knobs:
-        knobs["P"] = 2
-    if arch == "hrm":
-        layers = max(1, layers // 2)
-    return build(arch, T=T, d=d, layers=layers, heads=heads, kernel=kernel, seed=seed,
-                 arch_options=arch_options, **knobs)
 
 
 def matrix_spec(arch: str, ctx, *, compress_gate: float | None = None, **fields):
@@ -182,15 +166,3 @@ def shrink(predicate, strategy, max_examples: int = 30):
     except NoSuchExample:
         return None
 
-
-ARCH_EVALUATORS: dict = {}
-
-
-def arch_evaluator(claim_id: str):
-    """Register the matrix's evaluator ``(arch, ctx) -> (status, condition, evidence, counterexample)``."""
-
-    def register(fn):
-        ARCH_EVALUATORS[claim_id] = fn
-        return fn
-
-    return register

@@ -1,4 +1,4 @@
-"""Architecture variants (issue 11) against plain re-implementations, looped stability, Sinkhorn.
+"""Architecture variants against plain re-implementations, looped stability, Sinkhorn.
 
 Tolerances: as in tests/test_stack.py, an independent loop-by-loop float64 re-implementation
 of a few O(1) layers agrees to ~1e-15; 1e-12 leaves three decades for reordered sums while a

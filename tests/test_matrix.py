@@ -1,4 +1,4 @@
-"""The claims × architectures matrix on a small slice (issue 11).
+"""The claims × architectures matrix on a small slice.
 
 Every assertion is about a structural verdict: exact identities (tolerance EXACT = 1e-12,
 float64 through a few O(1) layers) or a counterexample that must reproduce.

@@ -169,7 +169,7 @@ def check_1_1(ctx) -> ClaimResult:
             cases=len(m["depths"]) + 2, max_error=normed, tolerance=1.0,
             detail="errors " + ", ".join(f"{e:.3g} at L = {L}" for L, e in zip(m["depths"], m["errors"]))
                    + f"; fitted slope {m['slope']:.3f} over L = {m['depths'][1:]} (L = {m['depths'][0]} is "
-                     "pre-asymptotic); stack constant: Richardson R₂ vs derived E(1) rel {m['C_rel_error']:.1e} "
+                     f"pre-asymptotic); stack constant: Richardson R₂ vs derived E(1) rel {m['C_rel_error']:.1e} "
                      f"(tol {m['C_rel_tolerance']:.1e}: twice the O(h³) term estimated from the last two R₂; one level: "
                      f"{m['C_rel_error_one_level']:.1e}); scalar constant C={C:.6f} vs Richardson {rich:.6f} "
                      f"(rel {scalar_err:.1e}, tol 10/L²={scalar_tol:.1e}); the stack's output against the paper's "

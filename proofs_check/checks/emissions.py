@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from proofs_check.on_stack import arch_free
 from proofs_check.ledger import (
     ClaimResult,
     ControlResult,
@@ -302,22 +303,7 @@ def check_7_3(ctx) -> ClaimResult:
                 "vanishes in expectation (tests/test_training.py); 7.2's dR/dg = 0 holds at the Bayes predictor.")
 
 # ----------------------------------------------------------------------------- other architectures
-# The matrix's per-architecture evaluators: (arch, ctx) -> (status, condition, evidence, counterexample).
-
-import math  # noqa: E402
-
-from numerics.jacobians import (commutator_error, eigen_blocks, flat_jacobian, loglog_slope,  # noqa: E402
-                                reference_input, state_jacobian, step_jacobians)
-from proofs_check.on_stack import EXACT, arch_evaluator, arch_free, arch_stack, shrink  # noqa: E402
-
-F64 = torch.float64
-
-
-@arch_evaluator("7.3")
-def arch_eval_7_3(arch, ctx):
-    return ("n/a", "not run per architecture: the training experiment is defined on the hierarchical preln "
-            "model and is not repeated in the matrix", {}, None)
-
-
 arch_free("7.1", "a statement about the data distribution (exponential-family sufficiency); no architecture enters")
 arch_free("7.2", "a statement about Bayes risk under the data distribution; no architecture enters")
+arch_free("7.3", "not run per architecture: the training experiment is defined on the hierarchical preln model "
+                 "and is not repeated in the matrix")

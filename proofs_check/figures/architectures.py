@@ -1,4 +1,4 @@
-"""Figures of the architecture variants (issue 11): the claims matrix, mhc composite gain, looped margin."""
+"""Figures of the architecture variants: the claims matrix, mhc composite gain, looped margin."""
 
 from __future__ import annotations
 
