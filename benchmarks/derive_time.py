@@ -83,7 +83,7 @@ def check_times(claim_ids: list[str] | None, device: str) -> dict:
 
 
 def quick_claims() -> list[str]:
-    """The first claim of each family, in THEORY.md order."""
+    """The first claim of each family, in docs/theory.md order."""
     from proofs_check.ledger import CLAIM_IDS
 
     first: dict[str, str] = {}

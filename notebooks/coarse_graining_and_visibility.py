@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # Saturation depth, block coarse-graining, visible and invisible directions (THEORY.md §3, §4)
+# # Saturation depth, block coarse-graining, visible and invisible directions (docs/theory.md §3, §4)
 #
 # At a token-homogeneous reference X_ℓ = 1x̄_ℓᵀ every layer's Jacobian splits into one d×d block
 # G_ℓ(λ) per eigenvalue λ of the frozen kernel A (Claim 2.1).  This notebook walks through
@@ -42,7 +42,7 @@ xbar = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.fl
 #
 # r_ℓ(λ) = ‖G_{≤ℓ}(λ)‖/‖G_{≤ℓ}(1)‖ compares each decaying mode with the persistent one.  A value
 # path W_VO ≈ c·I (``value_scale=c``) grows the persistent mode faster; with c = 0 nothing decays.
-# THEORY.md's per-layer ratio ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) can never be below 1 for a pre-LN
+# docs/theory.md's per-layer ratio ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) can never be below 1 for a pre-LN
 # layer — LN₁ is translation invariant, so G_ℓ(λ)1 = G_ℓ(1)1 — which SymPy proves:
 
 # %%

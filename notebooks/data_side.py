@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # The data side: exponential-family blocks and the gate (THEORY.md §7)
+# # The data side: exponential-family blocks and the gate (docs/theory.md §7)
 #
 # "Stability delimits what the architecture may do; the data decides what it will."
 # This notebook walks through Claims 7.1–7.3 with the library calls the ledger uses

@@ -5,7 +5,7 @@
 # ---
 
 # %% [markdown]
-# # Depth flow and factorisation along the frozen kernel (THEORY.md §1–§2)
+# # Depth flow and factorisation along the frozen kernel (docs/theory.md §1–§2)
 #
 # 1. **Claim 1.1** — an untied stack whose weights follow a smooth path θ(t) is the explicit
 #    Euler scheme of dX/dt = F(θ(t), X): the error at t = 1 halves when L doubles. With i.i.d.

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # Fast–slow along tokens: slow manifolds, the master equation, the P² cost (THEORY.md §6)
+# # Fast–slow along tokens: slow manifolds, the master equation, the P² cost (docs/theory.md §6)
 #
 # With ε = 1/P the token-rate variable x and the block-rate variable y obey
 # ε ẋ = f(x, y), ẏ = g(x, y).  This notebook walks through Claims 6.1–6.3 with the

@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # The gate's stability margin (THEORY.md §5, reconstruction)
+# # The gate's stability margin (docs/theory.md §5, reconstruction)
 #
 # Linearised with the gate g, layer ℓ acts on the slow (block-mean) modes as G_ℓ + h g K_ℓ.
 # With a_ℓ = ‖G_ℓ‖, k_ℓ = ‖K_ℓ‖ the gated product is bounded by exp S(|g|),

@@ -138,7 +138,7 @@ class SaturationDepth:
         bnd = (f"bound ⌈log(τ/κ)/log ρ̃⌉ = {self.bound}" + (" (vacuous: ≥ L)" if self.bound_vacuous else "")
                if self.bound is not None else "no bound (ρ̃ ≥ 1, vacuous)")
         lines = [f"saturation depth at τ = {self.tau:g} over L = {self.layers} layers: {meas}; {bnd}",
-                 f"  ρ̃ = {self.rho:.4f} (persistent path), THEORY ρ = {self.theory_rho:.4f} (≥ 1: vacuous), "
+                 f"  ρ̃ = {self.rho:.4f} (persistent path), stated ρ = {self.theory_rho:.4f} (≥ 1: vacuous), "
                  f"κ = {self.kappa:.3g}",
                  f"  r at the last layer: {last}"]
         lines += [f"  reason: {r}" for r in self.reasons]
@@ -191,7 +191,7 @@ def saturation_depth(stack, xbar: torch.Tensor, tol: float) -> SaturationDepth:
             reasons.append(f"bound {bound} ≥ L = {L}: vacuous inside the stack")
     else:
         reasons.append(f"ρ̃ = {rho:.4f} ≥ 1: no bound")
-    reasons.append(f"THEORY ρ = {theory_rho:.4f} ≥ 1 (LN₁ kills 1, so G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous")
+    reasons.append(f"stated ρ = {theory_rho:.4f} ≥ 1 (LN₁ kills 1, so G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous")
     return SaturationDepth(tau=tau, layers=L, lambdas=[m.lam for m in modes[1:]], ratios=ratios,
                            measured=measured, bound=bound, rho=rho, theory_rho=theory_rho,
                            kappa=kappa, path_ratios=path, reasons=reasons, bound_value=bound_value,

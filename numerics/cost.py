@@ -24,7 +24,7 @@ def _positive(value, name):
 
 
 def paths(T: int, P: int, d: int, heads: int, seed: int = 0, device=None, dtype=torch.float64):
-    """(fast Attention, SlowPath) of one random hierarchical layer (THEORY.md §0)."""
+    """(fast Attention, SlowPath) of one random hierarchical layer (docs/theory.md §0)."""
     for name, v in (("T", T), ("P", P), ("d", d), ("heads", heads)):
         _positive(v, name)
     layer = random_stack(T, d, 1, heads, "causal", P=P, seed=seed, device=device, dtype=dtype).layers[0]

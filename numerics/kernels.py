@@ -1,4 +1,4 @@
-"""Attention kernels (THEORY.md §0, §2): masks, biases, frozen kernels, block pooling.
+"""Attention kernels (docs/theory.md §0, §2): masks, biases, frozen kernels, block pooling.
 
 A *kernel* is the token-mixing pattern of one attention path: which token may see
 which (the mask) plus an additive score bias (ALiBi).  At a token-homogeneous state

@@ -1,4 +1,4 @@
-"""Simulations of the fast–slow systems of THEORY.md §6 and their slow-manifold errors.
+"""Simulations of the fast–slow systems of docs/theory.md §6 and their slow-manifold errors.
 
 Every formula comes from ``numerics.generated.slow_manifold`` (derived in
 ``theory/slow_manifold.py``): the vector fields [f/ε; g] and their Jacobians, the

@@ -1,4 +1,4 @@
-"""Random untied pre-LN Transformer stacks (THEORY.md §0).
+"""Random untied pre-LN Transformer stacks (docs/theory.md §0).
 
 Block ℓ = 0..L-1 with its own weights θ_ℓ and depth step h = 1/L::
 
@@ -12,7 +12,7 @@ paper's unmasked variant, which leaks later blocks into earlier tokens), shifts 
 result by one block (block b receives block b-1's output, block 0 receives zero) and
 lifts it back to tokens, scaled by the gate g_ℓ (zero-initialised unless ``gate=``).
 
-Knobs for drawing stacks with and without saturation / contraction (THEORY.md §3, §5):
+Knobs for drawing stacks with and without saturation / contraction (docs/theory.md §3, §5):
 ``value_scale`` c makes W_VO = Σ_h W_V W_O ≈ c·I + noise; ``weight_scale`` scales all
 random matrices; ``decay`` α ≥ 0 damps the residual stream; ``ln_gain`` sets the LN
 gains γ ≈ ln_gain.  ``weight_path="smooth"`` draws θ_ℓ = θ(ℓh) from a smooth random
@@ -384,7 +384,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
                  block_size: int | None = None, value_scale: float = 0.0, weight_scale: float = 1.0,
                  decay: float = 0.0, ln_gain: float = 1.0, arch: str = "preln",
                  arch_options: dict | None = None) -> Stack:
-    """Draw a random untied pre-LN stack (THEORY.md §0), reproducibly from ``seed``.
+    """Draw a random untied pre-LN stack (docs/theory.md §0), reproducibly from ``seed``.
 
     ``arch`` other than ``"preln"`` returns an architecture variant built from the same
     modules and draws (``numerics.architectures``: postln, relu, looped, hrm, mhc,

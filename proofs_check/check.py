@@ -36,7 +36,7 @@ def check_seed(profile: str, seed: int | None) -> int:
 def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
                quick: bool = True, progress: bool = True, cache_dir: str | None = None,
                seed: int | None = None) -> dict:
-    """Run the selected claims (all of THEORY.md by default) and return the ledger dict; the
+    """Run the selected claims (all of docs/theory.md by default) and return the ledger dict; the
     checks draw their stacks from ``check_seed(profile, seed)``, recorded in the options."""
     from proofs_check.progress import track
 

@@ -267,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="verify claims (symbolic, mpmath, numeric, control); print the ledger")
     p.add_argument("--claim", action="extend", nargs="+", metavar="ID",
-                   help="claim ids as in THEORY.md, e.g. --claim 2.1 4.1 (repeatable, duplicates dropped; "
+                   help="claim ids as in docs/theory.md, e.g. --claim 2.1 4.1 (repeatable, duplicates dropped; "
                         "default: all)")
     p.add_argument("--device", choices=DEVICES, default="cpu", help="where simulations run (default cpu)")
     p.add_argument("--profile", choices=PROFILES, default=os.environ.get("HYPOTHESIS_PROFILE", "ci"),

@@ -1,4 +1,4 @@
-"""The claims ledger: one registry entry per claim of THEORY.md, and the rule that decides its status.
+"""The claims ledger: one registry entry per claim of docs/theory.md, and the rule that decides its status.
 
 A claim is **verified** only when (a) every symbolic step is proved, (b) the numeric
 property check's max error is within its stated tolerance, and (c) its negative
@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass, field, asdict
 from typing import Callable
 
-# Every claim id of THEORY.md, in order, with its family (docs/ARCHITECTURE.md).
+# Every claim id of docs/theory.md, in order, with its family (docs/ARCHITECTURE.md).
 CLAIM_IDS: dict[str, str] = {
     "1.1": "depth_flow", "1.2": "depth_flow",
     "2.1": "factorisation", "2.2": "factorisation", "2.3": "factorisation", "2.4": "factorisation",
@@ -127,7 +127,7 @@ def claim(id: str, *, title: str, family: str, statement: str, assumptions: list
           control: str, figure: str | None = None):
     """Register the decorated function as the check of claim ``id``."""
     if id not in CLAIM_IDS:
-        raise ValueError(f"claim id {id!r} is not in THEORY.md ({', '.join(CLAIM_IDS)})")
+        raise ValueError(f"claim id {id!r} is not in docs/theory.md ({', '.join(CLAIM_IDS)})")
     if CLAIM_IDS[id] != family:
         raise ValueError(f"claim {id} belongs to family {CLAIM_IDS[id]!r}, not {family!r}")
 
@@ -162,7 +162,7 @@ def decide(result: ClaimResult) -> str:
 def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     """Run one claim's check and return its ledger entry (JSON-ready)."""
     if claim_id not in CLAIM_IDS:
-        raise ValueError(f"--claim {claim_id!r} is not a claim of THEORY.md ({', '.join(CLAIM_IDS)})")
+        raise ValueError(f"--claim {claim_id!r} is not a claim of docs/theory.md ({', '.join(CLAIM_IDS)})")
     entry = CLAIMS.get(claim_id)
     if entry is None or entry.check is None:
         return {"id": claim_id, "family": CLAIM_IDS[claim_id], "title": "(not implemented)",

@@ -75,7 +75,7 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
     ids = claims or list(CLAIM_IDS)
     unknown = [c for c in ids if c not in CLAIM_IDS]
     if unknown:
-        raise ValueError(f"claims {unknown} are not claims of THEORY.md")
+        raise ValueError(f"claims {unknown} are not claims of docs/theory.md")
     ctx = CheckContext(device=device, quick=quick)
     cells = []
     from proofs_check.ledger import load_checks

@@ -514,7 +514,7 @@ def scale_3_2(run: ScaleRun) -> ClaimResult:
                                                                seed=run.seed, dtype=run.tdtype, device=run.device))
     # Π has norm 1/√P on block-constant states: compare ‖ΠJ(I−Q)‖ with ‖ΠJ‖ ≈ ‖J‖/√P
     op_ratio = sigma_M * math.sqrt(P) / sigma_J
-    # the operator ratio is the claim's quantity (O(0.1): THEORY's 0.19 at T = 8); a random probe sees only
+    # the operator ratio is the claim's quantity (O(0.1): docs/theory.md's 0.19 at T = 8); a random probe sees only
     # a small part of it (1e-3 at gpt2-small), which must still be far above rounding
     ok = op_ratio > 1e-2 and probe_ratio > 10 * run.gamma
     return ClaimResult(

@@ -312,7 +312,7 @@ def validate_claims(ids) -> list[str] | None:
     unknown = [i for i in ids if i not in CLAIM_IDS]
     if unknown:
         raise InvalidInput(f"--claim {', '.join(repr(i) if not i.isprintable() else i for i in unknown)}: "
-                           f"not a claim of THEORY.md (known: {', '.join(CLAIM_IDS)})")
+                           f"not a claim of docs/theory.md (known: {', '.join(CLAIM_IDS)})")
     return ids or None
 
 

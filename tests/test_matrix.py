@@ -67,7 +67,7 @@ def test_matrix_section_markdown(small):
 def test_bad_arch_and_claim():
     with pytest.raises(ValueError, match="arch='gpt' is not one of"):
         run_matrix(only_arch=["gpt"], claims=["1.2"])
-    with pytest.raises(ValueError, match="not claims of THEORY.md"):
+    with pytest.raises(ValueError, match="not claims of docs/theory.md"):
         run_matrix(only_arch=["looped"], claims=["9.9"])
 
 

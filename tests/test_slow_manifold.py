@@ -16,8 +16,9 @@ from numerics import cost
 from numerics import slow_manifold as nm
 from numerics.generated import slow_manifold as gen
 from theory import slow_manifold as th
+from generated_patch import scale_generated
 
-SLOPE_TOL = 0.15  # THEORY.md §6: fitted slope k+1 ± 0.15
+SLOPE_TOL = 0.15  # docs/theory.md §6: fitted slope k+1 ± 0.15
 
 
 # --------------------------------------------------------------------------- 6.1 symbolic
@@ -272,25 +273,6 @@ def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
     assert ok.status == "holds" and ok.measured["ratio_scores_mixing"] == 16
 
 
-def _scale_generated(monkeypatch, dotted: str, factor: float = 1 + 1e-3) -> None:
-    """Replace a generated function by itself × factor, in its module and wherever it was imported by name."""
-    import importlib
-    import sys
-
-    module_name, name = dotted.rsplit(".", 1)
-    original = getattr(importlib.import_module(module_name), name)
-
-    def scaled(*args, **kwargs):
-        return original(*args, **kwargs) * factor
-
-    for module in list(sys.modules.values()):
-        try:
-            if getattr(module, name, None) is original:
-                monkeypatch.setattr(module, name, scaled)
-        except Exception:  # a lazy module that refuses attribute access holds no reference
-            continue
-
-
 def _declared(claim_id: str) -> list[str]:
     import proofs_check.checks.slow_manifold  # noqa: F401
     from proofs_check.ledger import CLAIMS
@@ -324,6 +306,6 @@ def test_declared_generated_functions_move_the_ledger(claim_id, fn, monkeypatch,
     """Each declared generated function moves its claim's max_error or table when scaled by 1 + 1e-3
     (6.1's control functions through the control rows of 6.1's table; 6.1's 18 system functions are
     left to the suite-wide test: one 6.1 run each is ≈ 10 s)."""
-    _scale_generated(monkeypatch, fn)
+    scale_generated(monkeypatch, fn)
     now = _control_rows() if claim_id == "6.1-control" else _ledger_numbers(claim_id)
     assert now != manifold_baseline[claim_id]

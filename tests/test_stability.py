@@ -17,6 +17,7 @@ from mpmath import mp
 from numerics import random_stack
 from numerics import stability as ns
 from theory import stability as th
+from generated_patch import scale_generated
 
 EPS = 2.0**-52
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)
@@ -388,25 +389,6 @@ def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
     assert v.measured["onset"] < v.predicted["g_star_lo"]
 
 
-def _scale_generated(monkeypatch, dotted: str, factor: float = 1 + 1e-3) -> None:
-    """Replace a generated function by itself × factor, in its module and wherever it was imported by name."""
-    import importlib
-    import sys
-
-    module_name, name = dotted.rsplit(".", 1)
-    original = getattr(importlib.import_module(module_name), name)
-
-    def scaled(*args, **kwargs):
-        return original(*args, **kwargs) * factor
-
-    for module in list(sys.modules.values()):
-        try:
-            if getattr(module, name, None) is original:
-                monkeypatch.setattr(module, name, scaled)
-        except Exception:  # a lazy module that refuses attribute access holds no reference
-            continue
-
-
 def _ledger_numbers(claim_id: str):
     from proofs_check.ledger import CheckContext, run_claim
 
@@ -429,5 +411,5 @@ def stability_baseline():
 @pytest.mark.parametrize("claim_id, fn", [(c, f) for c in ("5.1", "5.2") for f in _declared(c)])
 def test_declared_generated_functions_move_the_ledger(claim_id, fn, monkeypatch, stability_baseline):
     """Each generated function a claim declares moves its max_error or table when scaled by 1 + 1e-3."""
-    _scale_generated(monkeypatch, fn)
+    scale_generated(monkeypatch, fn)
     assert _ledger_numbers(claim_id) != stability_baseline[claim_id]

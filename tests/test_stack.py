@@ -1,4 +1,4 @@
-"""The random untied stack (THEORY.md §0) against a plain re-implementation, and its invariances.
+"""The random untied stack (docs/theory.md §0) against a plain re-implementation, and its invariances.
 
 Tolerances: one layer is O(10) float64 operations deep per entry on O(1) values, so an
 independent re-implementation agrees to ~1e-15; 1e-12 leaves three decades of room
@@ -22,7 +22,7 @@ EPS64 = torch.finfo(F64).eps
 
 
 def plain_layer(layer, X, kernel, P=None, block_size=None, slow_kernel="causal", shift=1):
-    """THEORY.md §0 written out token by token, head by head, with explicit loops.
+    """docs/theory.md §0 written out token by token, head by head, with explicit loops.
 
     ``shift`` is the slow path's block shift (1 in the model; 0 only for the control).
     """

@@ -1,6 +1,6 @@
 """Derivations the architecture variants need (numerics/architectures.py).
 
-Column convention per token (x ∈ R^d), as in THEORY.md §2.  At a token-homogeneous
+Column convention per token (x ∈ R^d), as in docs/theory.md §2.  At a token-homogeneous
 reference every attention matrix is the frozen kernel A (A1 = 1), so a perturbation in
 the eigenmode A s = λ s, E = s vᵀ, is mapped to s (G v)ᵀ: every variant whose
 token-mixing is a polynomial in A has one mode block G(λ) per eigenvalue.  The blocks

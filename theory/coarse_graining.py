@@ -1,4 +1,4 @@
-"""Claims 3.1–3.2: persistent/decaying modes, saturation depth, block coarse-graining (THEORY.md §3).
+"""Claims 3.1–3.2: persistent/decaying modes, saturation depth, block coarse-graining (docs/theory.md §3).
 
 Conventions: tokens are rows; a state is X ∈ R^{T×d}, T = nP, blocks of P tokens.
 Pooling Π = I_n ⊗ 1ᵀ/P (n×T), lift Π⁺ = I_n ⊗ 1 (T×n), Q = Π⁺Π (block-constant projector).
@@ -10,7 +10,7 @@ Claim 3.1 (reconstruction).  r_ℓ(λ) = ‖G_{≤ℓ}(λ)‖ / ‖G_{≤ℓ}(1)
 saturation depth ℓ*(τ) = min{ℓ : r_m(λ) ≤ τ for all m ≥ ℓ and every decaying λ}, with the
 bound ℓ* ≤ ⌈log(τ/κ)/log ρ⌉.  Proof of the bound: ‖G_{≤m}(λ)‖ ≤ Π_ℓ ‖G_ℓ(λ)‖ and
 ‖G_{≤m}(1)‖ ≥ ‖G_{≤m}(1) y₀‖/‖y₀‖ for every y₀, so r_m ≤ Π_{ℓ≤m} ρ_ℓ ≤ ρ^{m+1}; once
-ρ^{m+1} ≤ τ/κ ≤ τ (κ ≥ 1) we have r_m ≤ τ.  THEORY.md's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is
+ρ^{m+1} ≤ τ/κ ≤ τ (κ ≥ 1) we have r_m ≤ τ.  docs/theory.md's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is
 **never** below 1 for a pre-LN layer (``prove_theory_rho_at_least_one``): LN₁ is
 translation invariant, so B_ℓ1 = 0 and G_ℓ(λ)1 = G_ℓ(1)1 for every λ, hence
 σ_min(G_ℓ(1)) ≤ ‖G_ℓ(1)1‖/‖1‖ = ‖G_ℓ(λ)1‖/‖1‖ ≤ ‖G_ℓ(λ)‖.  The usable per-layer ratio
@@ -264,7 +264,7 @@ def prove_theory_rho_at_least_one(k: int = 3):
     G_ℓ(λ) = (I + C_ℓ)((1 − hα)I + hλB_ℓ) is the form of Claim 2.1 (theory/factorisation.py
     derives B_ℓ, C_ℓ; here they stay opaque symbolic k×k matrices, the step does not depend on
     them).  B_ℓ = W_VOᵀ J_LN₁ and LN(z + t1) = LN(z), so B_ℓ1 = 0 and G_ℓ(λ)1 = G_ℓ(1)1.
-    Consequence: THEORY.md's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) ≥ 1 for every pre-LN layer."""
+    Consequence: docs/theory.md's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) ≥ 1 for every pre-LN layer."""
     lam, h, alpha, t = sp.symbols("lam h alpha t", real=True)
     B = sp.Matrix(MatrixSymbol("B", k, k))
     C = sp.Matrix(MatrixSymbol("C", k, k))

@@ -1,4 +1,4 @@
-"""Claims 1.1–1.2: the untied stack as explicit Euler steps of a non-autonomous ODE (THEORY.md §1).
+"""Claims 1.1–1.2: the untied stack as explicit Euler steps of a non-autonomous ODE (docs/theory.md §1).
 
 Claim 1.1.  With weights on a smooth path θ_ℓ = θ(ℓh), layer ℓ is
 X ↦ U + h MLP(LN₂(U)), U = (1 − hα)X + h Attn(X), which equals X + h F(θ(ℓh), X) + O(h²)

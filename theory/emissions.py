@@ -1,4 +1,4 @@
-"""Data side: exponential-family blocks (THEORY.md §7, claims 7.1–7.3).
+"""Data side: exponential-family blocks (docs/theory.md §7, claims 7.1–7.3).
 
 Tokens in block b are i.i.d. from an exponential family in natural-parameter form,
 p(x | η_b) = h(x) exp(η_bᵀ T(x) − A(η_b)).

@@ -1,4 +1,4 @@
-"""Claims 2.1–2.4: factorisation of the linearised stack along the frozen kernel (THEORY.md §2).
+"""Claims 2.1–2.4: factorisation of the linearised stack along the frozen kernel (docs/theory.md §2).
 
 Conventions: tokens are rows, X ∈ R^{T×d}; vec is row-major, vec(A E B) = (A ⊗ Bᵀ) vec(E).
 A single token is a column vector x ∈ R^d.  ``W_VO`` is the row-convention matrix that

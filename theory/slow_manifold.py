@@ -1,4 +1,4 @@
-"""Fast–slow systems along tokens: slow manifolds, the master equation, the P² cost (THEORY.md §6).
+"""Fast–slow systems along tokens: slow manifolds, the master equation, the P² cost (docs/theory.md §6).
 
 With ε = 1/P the fast variable x (token rate) and the slow variable y (block rate)
 obey ε ẋ = f(x, y), ẏ = g(x, y).
@@ -140,7 +140,7 @@ BLOCK_D = Matrix([[1, Rational(1, 4)], [0, 1]])
 
 
 def block_model(fast_matrix: Matrix = BLOCK_A) -> FastSlowSystem:
-    """The linearised attention-coupled block model (THEORY.md §0, §6), two features.
+    """The linearised attention-coupled block model (docs/theory.md §0, §6), two features.
 
     Reduction.  Linearise the hierarchical layer at the token-homogeneous reference
     and keep a two-dimensional feature subspace.  The fast variable x ∈ R² is a

@@ -1,6 +1,6 @@
-"""Stability margin and gate bound (THEORY.md §5; Claims 5.1, 5.2) — derivations.
+"""Stability margin and gate bound (docs/theory.md §5; Claims 5.1, 5.2) — derivations.
 
-Setting (reconstruction, THEORY.md §5).  Linearised with the gate g, layer ℓ acts on
+Setting (reconstruction, docs/theory.md §5).  Linearised with the gate g, layer ℓ acts on
 the slow (block-mean) modes as G_ℓ + h g K_ℓ: G_ℓ the fast map, K_ℓ the slow path's
 linearisation, h = 1/L.  With a_ℓ = ‖G_ℓ‖ > 0 and k_ℓ = ‖K_ℓ‖ ≥ 0 (any
 submultiplicative norm) the gated product is bounded by

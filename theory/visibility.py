@@ -1,4 +1,4 @@
-"""Claims 4.1–4.2: visible and invisible parameter directions (THEORY.md §4).
+"""Claims 4.1–4.2: visible and invisible parameter directions (docs/theory.md §4).
 
 Observables: the persistent component x̄_L = wᵀX_L (w the left eigenvector of the frozen
 kernel A for λ = 1, wᵀ1 = 1: e₁ for causal, 1/T for full, the block-0 mean for block) and

@@ -144,7 +144,7 @@ def evaluate_3_1(spec, ctx) -> Verdict:
               "ℓ* disagreement": 0.0 if depth_agree or not resolved else math.inf,
               "r above Π ρ̃ envelope": env_excess / tol_env,
               # proved for hα ≠ 1; at hα = 1 the residual stream is killed and G_ℓ(0) = 0, so ρ = 0
-              "THEORY ρ below 1": 0.0 if killed else max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
+              "stated ρ below 1": 0.0 if killed else max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
     mp_bound = None
     if sd.bound_value is not None:
         mp_bound, borderline = mpmath_bound(TAU, sd.kappa, sd.rho)
@@ -247,7 +247,7 @@ def check_3_1(ctx) -> ClaimResult:
                "ℓ* (mode products)": p["saturation_depth"], "ℓ* (autograd)": m["saturation_depth"],
                "max |Δr| two routes": m["ratio_disagreement"], "bound (generated)": p["saturation_bound"],
                "bound (mpmath)": p["saturation_bound_mpmath"], "bound vacuous": p["bound_vacuous"],
-               "ρ̃": round(m["rho_tilde"], 4), "THEORY ρ": round(m["theory_rho"], 4), "κ": round(m["kappa"], 2),
+               "ρ̃": round(m["rho_tilde"], 4), "stated ρ": round(m["theory_rho"], 4), "κ": round(m["kappa"], 2),
                "r_last": [round(r, 3) for r in m["r_last"]], "status": v.status}
         table.append(row)
         if c == 0:
@@ -282,7 +282,7 @@ def check_3_1(ctx) -> ClaimResult:
                f"Jacobians (/ 10·L·T·d·ε·κ), the same ℓ* both ways, r_m ≤ Π ρ̃_ℓ, generated bound = mpmath's, "
                f"ℓ* ≤ bound on the {len(useful)} stacks where the bound is non-vacuous (≥ 5 required)",
         table=table)
-    theory_rho_min = min((r["THEORY ρ"] for r in table if "THEORY ρ" in r), default=math.nan)
+    theory_rho_min = min((r["stated ρ"] for r in table if "stated ρ" in r), default=math.nan)
     finding = ("The paper's ρ = max ‖G_ℓ(λ)‖/σ_min(G_ℓ(1)) is ≥ 1 for every pre-LN stack, not only 'when C_ℓ "
                "does not move the killed directions': LN₁ is translation invariant, so B_ℓ1 = 0 and G_ℓ(λ)1 = "
                "G_ℓ(1)1 for all λ, hence σ_min(G_ℓ(1)) ≤ ‖G_ℓ(λ)‖ (proved symbolically). No value_scale or "

@@ -1,4 +1,4 @@
-"""Figures of THEORY.md §6: slow-manifold trajectories and convergence, p_st(y), the slow path's cost."""
+"""Figures of docs/theory.md §6: slow-manifold trajectories and convergence, p_st(y), the slow path's cost."""
 
 from __future__ import annotations
 
