@@ -47,7 +47,8 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
     cache_dir = out / "cache"
     cache_dir.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
-    steps = ["derive --check", "check claims", "claims x architectures", "figures", "report"]
+    steps = ["derive --check", "check claims", "claims x architectures", "claims at scale (ci preset)", "figures",
+             "report"]
     results: dict = {}
     for step in track(steps, "reproduce", unit="step"):
         start = time.perf_counter()
@@ -63,6 +64,11 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
                                            progress=True)
             write_json(cache_dir / "matrix.json", results["matrix"])  # read by the claims_matrix figure
             write_json(out / "matrix.json", results["matrix"])
+        elif step == "claims at scale (ci preset)":
+            from proofs_check.scale import run_scale
+
+            results["scale"] = run_scale("ci", None, device=device, progress=True)
+            write_json(out / "scale-ci.json", results["scale"])
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))
             results["figures"] = render(None, ctx, figures_dir)
@@ -87,6 +93,8 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
 
             extra = _derive_section(results["derive"], integrity) + [""] + matrix_section(results["matrix"],
                                                                                 figures=["claims_matrix"])
+            extra += scale_section([results["scale"], *recorded_scale_runs()])
+            extra += sweep_section(figures_dir)
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
@@ -100,6 +108,61 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     failed = any(c["status"] == "failed" for c in ledger["claims"])
     return 0 if results["derive"].ok and not failed else 1
+
+
+def recorded_scale_runs() -> list[dict]:
+    """Scale ledgers committed under ``docs/scale/`` (``fastslow check --scale PRESET --json``): runs too long
+    for ``reproduce``, shown with their own environment and date, never as this run's verdict."""
+    import json
+
+    folder = Path(__file__).resolve().parent.parent / "docs" / "scale"
+    return [dict(json.loads(p.read_text()), recorded=p.name) for p in sorted(folder.glob("*.json"))]
+
+
+def scale_section(runs: list[dict]) -> list[str]:
+    """Per claim: the largest size at which its scale form was verified, and the error there."""
+    best: dict[str, tuple] = {}
+    for run in runs:
+        for c in run["claims"]:
+            size = c.get("size") or {}
+            if c["status"] != "verified" or not size:
+                continue
+            key = (size["T"] * size["d"] * size["layers"], size["T"], size["d"])
+            if c["id"] not in best or key > best[c["id"]][0]:
+                best[c["id"]] = (key, size, c["numeric"], run.get("recorded") or "this run")
+    lines = ["", "## Claims at scale", "",
+             "Each stack claim's matrix-free scale form (`fastslow check --scale PRESET`), with its negative "
+             "control at the same size. This run checks the `ci` preset; larger presets take tens of minutes "
+             "and are recorded runs from `docs/scale/` (their environment is in the file).", "",
+             "| claim | largest verified size | T | d | L | dtype | error / tolerance | source |",
+             "|---|---|---|---|---|---|---|---|"]
+    for cid in sorted(best, key=lambda c: [int(x) for x in c.split(".")]):
+        _, size, num, source = best[cid]
+        lines.append(f"| {cid} | {size['preset']} | {size['T']} | {size['d']} | {size['layers']} | {size['dtype']} | "
+                     f"{num['max_error']:.2g} / {num['tolerance']:.2g} | {source} |")
+    skipped = sorted({c["id"] for run in runs for c in run["claims"] if c["status"] == "skipped"})
+    if skipped:
+        lines += ["", "No scale form (not a statement about a stack): " + ", ".join(skipped) + "."]
+    return lines + ["", "![Scale: error vs size](figures/scale_error_vs_size.png)"]
+
+
+def sweep_section(figures_dir: Path) -> list[str]:
+    """The shipped sweeps' phase diagrams (``fastslow sweep NAME``), copied next to the report's figures."""
+    import shutil
+
+    source = Path(__file__).resolve().parent.parent / "docs" / "figures" / "sweeps"
+    images = sorted(source.glob("*.png"))
+    if not images:
+        return []
+    (figures_dir / "sweeps").mkdir(parents=True, exist_ok=True)
+    lines = ["", "## Sweeps: where each claim holds", "",
+             "Phase diagrams from the shipped sweep specs (`fastslow sweep --list`), recorded by "
+             "`fastslow sweep NAME --figures docs/figures/sweeps`: the measured quantity over a 2-D slice, "
+             "the theory's predicted boundary drawn over it, failing cells marked.", ""]
+    for img in images:
+        shutil.copy2(img, figures_dir / "sweeps" / img.name)
+        lines += [f"![{img.stem}](figures/sweeps/{img.name})", ""]
+    return lines
 
 
 def _mutation_section(out: Path) -> list[str]:

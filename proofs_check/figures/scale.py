@@ -8,17 +8,18 @@ import os
 
 from proofs_check.figures import figure, save
 
-#: (T, d, layers, heads) computed live: quick, then the full figure's extra sizes (T = 8 … 1024, d = 8 … 768)
+#: (T, d, layers, heads) computed live; the larger sizes (up to gpt2-small, T = 1024, d = 768) come from
+#: recorded scale ledgers (docs/scale/*.json, out/scale*.json), which take tens of minutes to rerun
 FLOOR = 1e-8  # where an error of exactly 0 (an excess clipped at 0) is drawn
-QUICK_SIZES = [(32, 32, 3, 4), (128, 64, 4, 4), (256, 64, 6, 4)]
-FULL_SIZES = [(8, 8, 2, 2), (32, 32, 3, 4), (128, 64, 4, 4), (256, 64, 6, 4), (512, 128, 6, 4),
-              (1024, 256, 8, 4)]
+LIVE_SIZES = [(8, 8, 2, 2), (32, 32, 3, 4), (128, 64, 4, 4), (256, 64, 6, 4)]
+RECORDED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "docs", "scale")
 
 
 def recorded_ledgers(cache_dir: str | None) -> list[dict]:
-    """Scale ledgers written by ``fastslow check --scale P --json`` (out/scale*.json, the cache folder,
+    """Scale ledgers written by ``fastslow check --scale P --json`` (docs/scale/*.json, out/scale*.json, the cache folder,
     and the paths in FASTSLOW_SCALE_LEDGERS, colon-separated): the large presets are too slow to rerun here."""
-    paths = set(glob.glob("out/scale*.json"))
+    paths = set(glob.glob("out/scale*.json")) | set(glob.glob(os.path.join(RECORDED, "*.json")))
     if cache_dir:
         paths |= set(glob.glob(os.path.join(cache_dir, "scale*.json")))
     paths |= {p for p in os.environ.get("FASTSLOW_SCALE_LEDGERS", "").split(":") if p}
@@ -40,7 +41,7 @@ def points(ctx) -> dict[str, list[tuple[int, int, float]]]:
 
     series: dict[str, list] = {c: [] for c in SCALE_CLAIMS}
     ledgers = []
-    for sizes in (QUICK_SIZES if ctx.quick else FULL_SIZES):
+    for sizes in LIVE_SIZES:
         run = ScaleRun("custom", sizes=sizes, device=ctx.device)
         ledgers.append({"claims": [run_scale_claim(c, run) for c in SCALE_CLAIMS]})
     ledgers += recorded_ledgers(ctx.cache_dir)
