@@ -97,7 +97,7 @@ CATALOGUE: tuple[SourceMutant, ...] = (
                "the pooling matrix Π = I ⊗ 1ᵀ (block sums) instead of I ⊗ 1ᵀ/P", "pooling",
                path="numerics/kernels.py"),
     _mutant("causal-mask-transposed", "    return i[None, :] <= i[:, None]\n",
-               "    return i[None, :] >= i[:, None]\n", ["4.1", "3.2"],
+               "    return i[None, :] >= i[:, None]\n", ["4.1", "3.2", "2.1"],
                "the causal mask transposed: token i attends to the later tokens j ≥ i", "kernels",
                path="numerics/kernels.py"),
     _mutant("block-mask-diagonal", "return b[None, :] <= b[:, None]", "return b[None, :] == b[:, None]",
@@ -188,10 +188,12 @@ _LEDGER = ("import json, sys\n"
            "print('@@' + json.dumps(out))\n")
 
 
-def run_one(name: str, run_tests: bool = True) -> dict:
-    """Run one source mutant; ``killed_by`` names the first ledger check (or test) that caught it."""
+def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
+    """Run one source mutant (a catalogue name, or a mutant itself); ``killed_by_ledger`` names the
+    first ledger check that caught it, ``killed_by_test_only`` the first failing test."""
     start = time.perf_counter()
-    mutant = catalogue()[name]
+    mutant = name if isinstance(name, SourceMutant) else catalogue()[name]
+    name = mutant.name
     root = scratch_copy(mutant)
     env = os.environ | {"PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:

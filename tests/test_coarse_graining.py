@@ -6,9 +6,11 @@ import torch
 from hypothesis import example, given, strategies as st
 
 from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics import coarse_graining as cg
 from numerics.generated import coarse_graining as gen
 from theory import coarse_graining as th
+from strategies import HARD_CASES, stack_specs
 
 EPS = 2.0**-52
 # exact identities on products of ≤ 3 layer Jacobians (64×64): ≤ L·Td·ε·cond ≈ 1e-13
@@ -113,14 +115,16 @@ def test_mode_blocks_reproduce_layer_jacobian():
         assert torch.allclose(lhs, rhs, rtol=0, atol=1e-12)   # off-block entries ≤ 6e-14 (docs/theory.md §2)
 
 
-@given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["causal", "full"]),
-       c=st.sampled_from([0.0, 5.0, 20.0]), decay=st.sampled_from([0.0, 2.0]))
-def test_mode_ratio_below_path_product(seed, kernel, c, decay):
+@given(stack_specs(kernels=("causal", "full"), decay=(0.0, 2.0)))
+@example(StackSpec(T=6, d=8, layers=4, heads=2, kernel="full", seed=0, knobs={"value_scale": 20.0}))
+@example(HARD_CASES[0])
+@example(HARD_CASES[1])
+def test_mode_ratio_below_path_product(spec):
     """r_m ≤ Π_{ℓ≤m} ρ̃_ℓ on every stack (the inequality behind the bound)."""
-    st_ = random_stack(6, 8, 4, 2, kernel, seed=seed, value_scale=c, decay=decay)
-    sd = cg.saturation_depth(st_, _xbar(8, seed), 0.5)
+    sd = cg.saturation_depth(spec.build(), _xbar(spec.d, spec.seed), 0.5)
     env = torch.cumprod(sd.path_ratios, 0)[:, None]
-    assert (sd.ratios <= env * (1 + 4 * 10 * 8 * EPS)).all()   # 4 products of norms, each ≤ 10·d·ε
+    # L products of norms, each ≤ 10·d·ε relative
+    assert (sd.ratios <= env * (1 + spec.layers * 10 * spec.d * EPS)).all()
 
 
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["causal", "full"]),

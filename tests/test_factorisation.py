@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
 
 from numerics import factorisation as nf
 from numerics import random_stack

@@ -38,12 +38,16 @@ def test_a_stale_mutant_is_an_error_not_a_kill(tmp_path):
         twice.apply(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["cert-margin-frobenius"])
-def test_cheap_source_mutants_are_killed_by_the_ledger(name):
-    # the ledger check alone (no tests) on a scratch copy with the mistake applied: about 10–15 s
-    result = sm.run_one(name, run_tests=False)
+def test_a_cheap_source_mutant_is_killed_by_the_ledger_and_the_unmutated_copy_is_not():
+    """cert-margin-frobenius on a scratch copy fails 5.1; the same pipeline with an identity
+    replacement leaves 5.1 verified, so the kill is the mistake's, not the scratch copy's (≈ 10 s each)."""
+    result = sm.run_one("cert-margin-frobenius", run_tests=False)
     assert not result["crashes"], result["crashes"]
-    assert result["killed_by_ledger"], f"{name} survived the ledger of {result['claims']}"
+    assert result["killed_by_ledger"], f"survived the ledger of {result['claims']}"
+    line = "norms = spectral_norm(torch.stack([G, K])).to(torch.float64).cpu()"
+    identity = sm.SourceMutant("identity", "numerics/stability.py", line, line, ("5.1",), "control", "certificate")
+    control = sm.run_one(identity, run_tests=False)
+    assert not control["crashes"] and control["killed_by_ledger"] is None, control
 
 
 def test_mutate_only_names_source_mutants_with_source_only():
