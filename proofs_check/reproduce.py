@@ -69,6 +69,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
 
             results["scale"] = run_scale("ci", None, device=device, progress=True)
             write_json(out / "scale-ci.json", results["scale"])
+            write_json(cache_dir / "scale-ci.json", results["scale"])  # read by the error-vs-size figure
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))
             results["figures"] = render(None, ctx, figures_dir)
