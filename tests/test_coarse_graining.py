@@ -270,3 +270,20 @@ def test_evaluate_on_varied_specs(spec_kw):
     else:
         assert w.status in ("holds", "conditional"), w.reason
         assert {"left", "two_sided"} <= set(w.measured) and {"left", "two_sided"} <= set(w.predicted)
+
+
+def test_ledger_3_2_catches_pooling_by_block_sums(monkeypatch):
+    """Π = I ⊗ 1ᵀ (block sums): every residual 3.2 checks is invariant under scaling Π, so only the
+    comparison of Π with its definition (block means by reshaping) can catch it: error ≈ (P − 1)/(4Pε) ≫ 1."""
+    import torch
+
+    from numerics import kernels as K
+    from proofs_check.checks import coarse_graining as chk
+    from proofs_check.ledger import CheckContext, load_checks, run_claim
+
+    load_checks()
+    original = K.pool_matrix
+    monkeypatch.setattr(K, "pool_matrix", lambda T, P, dtype=torch.float64, device=None: original(T, P, dtype, device) * P)
+    errs = chk.pooling_errors([])
+    assert min(errs[0::2]) > 1e12  # each pooled value off by (P − 1)·mean, against a tolerance of 4·P·ε·max|X|
+    assert run_claim("3.2", CheckContext())["status"] == "failed"

@@ -465,6 +465,24 @@ def _arch_3_2(spec, ctx) -> Verdict:
     return Verdict("3.2", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
 
 
+def pooling_errors(table: list, sizes=((4, 2), (6, 3), (8, 4)), d: int = 3) -> list[float]:
+    """Π and Π⁺ (``numerics.kernels``) against their definitions by reshaping: block means
+    X.reshape(n, P, d).mean(1) and block copies Y.repeat_interleave(P, 0).  Normalised errors: a mean of
+    P float64 numbers is exact to P·ε·max|X| (a copy exactly), so the tolerance is 4·P·ε·max|X|."""
+    out = []
+    g = torch.Generator().manual_seed(32)
+    for T, P in sizes:
+        X = torch.randn(T, d, dtype=F64, generator=g)
+        Y = torch.randn(T // P, d, dtype=F64, generator=g)
+        tol = 4 * P * EPS * float(X.abs().max())
+        pool = float((K.pool_matrix(T, P) @ X - X.reshape(T // P, P, d).mean(1)).abs().max()) / tol
+        lift = float((K.lift_matrix(T, P) @ Y - Y.repeat_interleave(P, 0)).abs().max()) / tol
+        out += [pool, lift]
+        table.append({"part": "Π, Π⁺", "T": T, "P": P, "pool vs block means / tol": pool,
+                      "lift vs block copies / tol": lift})
+    return out
+
+
 @claim("3.2", title="Block coarse-graining: exact one-sided, approximate two-sided", family="coarse_graining",
        statement="(a) ΠJ = J_cΠ (dually JᵀΠ⁺ = Π⁺J_cᵀ) exactly when ΠA(I − Q) = 0: true for full and "
                  "block kernels, false for causal. (b) past ℓ*, J ≈ QJQ with ‖J − QJQ‖/‖J‖ ≤ r_ℓ(0).",
@@ -522,6 +540,7 @@ def check_3_2(ctx) -> ClaimResult:
         parts.append(f"L={spec.layers} c={spec.knob('value_scale'):g}: one-sided {m['left']:.4f} (predicted "
                      f"{p['left']:.4f}), two-sided {m['two_sided'][-1]:.4f} (predicted {p['two_sided'][-1]:.4f}), "
                      f"|Δ| {dev:.1e} ≤ {p['tolerance']:.1e}")
+    errs += pooling_errors(table)
     P = 4
     control = ControlResult("fails-as-predicted" if ctl_ok else "did-not-fail",
                             "causal (gate 0): " + "; ".join(parts) + f". Saturated limit of the two-sided residual "
