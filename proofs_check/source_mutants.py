@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofs_check.ledger import CLAIM_IDS
+from proofs_check.mutants import text_table
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
@@ -249,9 +250,7 @@ def format_table(source: dict) -> str:
         how = (f"ledger {r['killed_by_ledger']}" if r["killed_by_ledger"] else
                f"test only: {r['killed_by_test_only']}" if r["killed_by_test_only"] else "SURVIVED")
         rows.append((r["name"], r["where"], how, f"{r['seconds']:.1f}"))
-    widths = [min(90, max(len(r[i]) for r in rows)) for i in range(4)]
-    lines = ["  ".join(c[:w].ljust(w) for c, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(rows)
     lines.append(f"\nsource mutants killed by the ledger: {source['killed_by_ledger']}/{source['total']} = "
                  f"{source['ledger_score']:.2f}; by a test only: {source['killed_by_test_only']}")
     return "\n".join(lines)
