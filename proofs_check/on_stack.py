@@ -101,6 +101,21 @@ def default_specs(claim_id: str, arch: str, ctx) -> list:
     return list(ON_STACK[claim_id].specs(arch, ctx))
 
 
+def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
+    """The claim on its preln specs, as the ledger's check runs it: ``[(spec, verdict)]`` for the stacks
+    that evaluated, and one table row (the stack, its status and the reason) for each that did not
+    (n/a or a crash: the check counts those as an infinite error)."""
+    cases, unusable = [], []
+    for spec in default_specs(claim_id, "preln", ctx):
+        v = evaluate(claim_id, spec, ctx)
+        if v.status == "n/a" or "traceback" in v.measured:
+            unusable.append({"stack": spec.label(), "status": v.status,
+                             "reason": v.reason or v.measured.get("traceback")})
+        else:
+            cases.append((spec, v))
+    return cases, unusable
+
+
 def combine(claim_id: str, verdicts: list[Verdict]) -> Verdict:
     """Several stacks' verdicts as one: the worst status (fails > conditional > holds), the largest
     normalised error, every measurement kept in ``measured['cases']``."""

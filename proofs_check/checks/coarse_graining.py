@@ -28,9 +28,8 @@ from proofs_check.ledger import (
     claim,
     symbolic_steps,
 )
-from proofs_check.on_stack import EXACT, Verdict, on_stack
+from proofs_check.on_stack import EXACT, Verdict, ledger_cases, on_stack
 from proofs_check.on_stack import matrix_spec as base_matrix_spec
-from proofs_check.on_stack import evaluate as evaluate_on
 from theory import coarse_graining as th
 
 EPS = 2.0**-52
@@ -232,15 +231,10 @@ def check_3_1(ctx) -> ClaimResult:
                               sp.simplify(sp.expand_log(sp.log(rho_ ** x), force=True)
                                           - sp.log(tau_ / kappa_)) == 0, "simplify",
                               "ceil only raises the exponent; with ρ < 1 that lowers ρ^m"))
-    specs = specs_3_1("preln", ctx)
-    verdicts = [evaluate_on("3.1", s, ctx) for s in specs]
-    table, control_rows, errs = [], [], []
-    for spec, v in zip(specs, verdicts):
+    cases, unusable = ledger_cases("3.1", ctx)
+    table, control_rows, errs = list(unusable), [], [math.inf] * len(unusable)
+    for spec, v in cases:
         m, p = v.measured, v.predicted
-        if v.status == "n/a" or "traceback" in m:
-            errs.append(math.inf)
-            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
-            continue
         errs.append(v.error)
         c = spec.knob("value_scale")
         row = {"kernel": spec.kernel, "d": spec.d, "c": c, "seed": spec.seed,
@@ -506,15 +500,10 @@ def pooling_errors(table: list, sizes=((4, 2), (6, 3), (8, 4)), d: int = 3) -> l
 def check_3_2(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_pool_lift() + th.prove_block_kernels_factor() + th.prove_power_induction()
                    + th.prove_kernel_grid(((4, 2), (8, 4)) if ctx.quick else ((4, 2), (6, 2), (6, 3), (8, 4))))
-    specs = specs_3_2("preln", ctx)
-    verdicts = [evaluate_on("3.2", s, ctx) for s in specs]
-    table, errs, ctl = [], [], []
-    for spec, v in zip(specs, verdicts):
+    cases, unusable = ledger_cases("3.2", ctx)
+    table, errs, ctl = list(unusable), [math.inf] * len(unusable), []
+    for spec, v in cases:
         m, p = v.measured, v.predicted
-        if v.status == "n/a" or "traceback" in m:
-            errs.append(math.inf)
-            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
-            continue
         errs.append(v.error)
         slow = "off" if spec.P is None else ("gate" if spec.knob("gate") else "gate0")
         part = "b" if spec.layers > 3 else "a"
