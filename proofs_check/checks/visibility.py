@@ -25,8 +25,7 @@ from proofs_check.ledger import (
     claim,
     symbolic_steps,
 )
-from proofs_check.on_stack import Verdict, on_stack
-from proofs_check.on_stack import evaluate as evaluate_on
+from proofs_check.on_stack import Verdict, ledger_cases, on_stack
 from theory import visibility as th
 
 EPS = 2.0**-52
@@ -160,15 +159,10 @@ def _arch_4_1(spec, ctx) -> Verdict:
        figure="response_slopes")
 def check_4_1(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_qk_invisible() + th.prove_persistent_vectors() + th.prove_first_order_response())
-    specs = specs_4_1("preln", ctx)
-    verdicts = [evaluate_on("4.1", s, ctx) for s in specs]
-    table, errs, control_slopes, causal_max = [], [], [], 0.0
-    for spec, v in zip(specs, verdicts):
+    cases, unusable = ledger_cases("4.1", ctx)
+    table, errs, control_slopes, causal_max = list(unusable), [math.inf] * len(unusable), [], 0.0
+    for spec, v in cases:
         m = v.measured
-        if v.status == "n/a" or "traceback" in m:
-            errs.append(math.inf)
-            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
-            continue
         errs.append(v.error)
         control_slopes.append(m["mean_carrying_slope"])
         row = {"kernel": spec.kernel, "seed": spec.seed, "W_Q/W_K max |∂|/σ₁": m["qk_jacobian_rel"],
@@ -325,15 +319,10 @@ def _arch_4_2(spec, ctx) -> Verdict:
        figure="visibility_spectrum")
 def check_4_2(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_gate_weights() + th.prove_persistent_vectors())
-    specs = specs_4_2("preln", ctx)
-    verdicts = [evaluate_on("4.2", s, ctx) for s in specs]
-    table, errs, control = [], [], []
-    for spec, v in zip(specs, verdicts):
+    cases, unusable = ledger_cases("4.2", ctx)
+    table, errs, control = list(unusable), [math.inf] * len(unusable), []
+    for spec, v in cases:
         m = v.measured
-        if v.status == "n/a" or "traceback" in m:
-            errs.append(math.inf)
-            table.append({"stack": spec.label(), "status": v.status, "reason": v.reason or m.get("traceback")})
-            continue
         errs.append(v.error)
         table.append({"kernel": spec.kernel, "slow kernel": spec.knob("slow_kernel"), "seed": spec.seed,
                       "wᵀs": m["wTs"], "‖∂x̄_L/∂g‖ (rel.)": m["gate_sensitivity"],
