@@ -208,20 +208,24 @@ def run_one(name: str, run_tests: bool = True) -> dict:
             "killed_by": killed_by, "seconds": time.perf_counter() - start}
 
 
-def run_mutants(names: list[str] | None = None, workers: int = 2, run_tests: bool = True,
-                progress: bool = True) -> dict:
-    """Run the selected mutants (all by default) on a process pool; return the theory summary."""
+def run_pool(run_one, names, known: dict, kind: str, workers: int, run_tests: bool, progress: bool) -> list[dict]:
+    """``run_one(name, run_tests)`` for the selected names (all of ``known`` by default) on a process pool."""
     from tqdm import tqdm
 
-    known = catalogue()
     names = names or list(known)
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"--only {', '.join(unknown)}: no such mutant (known: {', '.join(known)})")
+        raise ValueError(f"--only {', '.join(unknown)}: no such {kind} (known: {', '.join(known)})")
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(run_one, n, run_tests) for n in names]
-        results = [f.result() for f in tqdm(futures, desc="mutants", unit="mutant",
-                                            disable=not progress or not sys.stderr.isatty())]
+        return [f.result() for f in tqdm(futures, desc=f"{kind}s", unit="mutant",
+                                         disable=not progress or not sys.stderr.isatty())]
+
+
+def run_mutants(names: list[str] | None = None, workers: int = 2, run_tests: bool = True,
+                progress: bool = True) -> dict:
+    """Run the selected mutants (all by default) on a process pool; return the theory summary."""
+    results = run_pool(run_one, names, catalogue(), "mutant", workers, run_tests, progress)
     killed = sum(r["killed_by"] is not None for r in results)
     return {"total": len(results), "killed": killed, "score": killed / len(results) if results else 0.0,
             "mutants": results}

@@ -28,12 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from proofs_check.ledger import CLAIM_IDS
-from proofs_check.mutants import text_table
+from proofs_check.mutants import run_pool, text_table
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
@@ -225,17 +224,7 @@ def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
 def run_source_mutants(names: list[str] | None = None, workers: int = 2, run_tests: bool = True,
                        progress: bool = True) -> dict:
     """Run the selected source mutants; the scores count ledger kills and test-only kills apart."""
-    from tqdm import tqdm
-
-    known = catalogue()
-    names = names or list(known)
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"--only {', '.join(unknown)}: no such source mutant (known: {', '.join(known)})")
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run_one, n, run_tests) for n in names]
-        results = [f.result() for f in tqdm(futures, desc="source mutants", unit="mutant",
-                                            disable=not progress or not sys.stderr.isatty())]
+    results = run_pool(run_one, names, catalogue(), "source mutant", workers, run_tests, progress)
     by_ledger = sum(r["killed_by_ledger"] is not None for r in results)
     by_test = sum(r["killed_by_ledger"] is None and r["killed_by_test_only"] is not None for r in results)
     total = len(results)
