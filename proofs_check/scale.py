@@ -19,6 +19,7 @@ the error there and the claim's seconds and peak memory.
 
 from __future__ import annotations
 
+import gc
 import math
 import resource
 import sys
@@ -117,6 +118,15 @@ class ScaleRun:
         if key not in self.cache:
             self.cache[key] = build()
         return self.cache[key]
+
+    def release(self, keep: set[str]) -> None:
+        """Drop every cached stack and derivative of a variant not in ``keep`` (a later use rebuilds
+        it): a gpt2-small stack is 0.7 GiB in float64, and five variants would not fit beside 5.1."""
+        for key in list(self.cache):
+            variant = key[1] if isinstance(key, tuple) and key[1] in VARIANTS_USED_ANYWHERE else "preset"
+            if variant not in keep:
+                del self.cache[key]
+        gc.collect()
 
     # -- the preset's (causal) stack, its reference and its action --------------------------
     def stack(self, variant: str = "preset"):
@@ -640,6 +650,13 @@ def scale_5_1(run: ScaleRun) -> ClaimResult:
         control=_control(ok, detail))
 
 
+#: The ScaleRun stack variants each scale form uses (its cached derivatives are released after the
+#: last claim that needs them).
+VARIANTS_USED = {"1.1": set(), "1.2": {"preset"}, "2.1": {"preset"}, "2.2": {"preset"}, "2.3": {"preset"},
+                 "2.4": {"preset"}, "3.1": {"preset", "saturating"}, "3.2": {"preset", "full-slow"},
+                 "4.1": {"full-slow"}, "4.2": {"full-slow", "causal-slow"}, "5.1": {"contractive"}}
+VARIANTS_USED_ANYWHERE = set().union(*VARIANTS_USED.values())
+
 SCALE_FORMS = {"1.1": scale_1_1, "1.2": scale_1_2, "2.1": scale_2_1, "2.2": scale_2_2, "2.3": scale_2_3,
                "2.4": scale_2_4, "3.1": scale_3_1, "3.2": scale_3_2, "4.1": scale_4_1, "4.2": scale_4_2,
                "5.1": scale_5_1}
@@ -690,10 +707,11 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
     claims = []
     start = time.perf_counter()
     reset_peak_rss()
-    for cid in ids:
+    for i, cid in enumerate(ids):
         if progress:
             print(f"[scale {name}] claim {cid} ...", file=sys.stderr, flush=True)
         claims.append(run_scale_claim(cid, run))
+        run.release(set().union(*(VARIANTS_USED.get(c, set()) for c in ids[i + 1:])))
         if progress:
             c = claims[-1]
             print(f"[scale {name}] claim {cid}: {c['status']} in {c['seconds']:.1f} s, peak RSS "

@@ -69,3 +69,19 @@ def test_float32_toy_has_its_own_tolerance():
     assert run.gamma == pytest.approx(mf.rounding_tolerance(6, 4, 3, torch.float32, model="probabilistic"))
     entry = scale.run_scale_claim("2.3", run)
     assert entry["status"] == "verified", entry
+
+
+def test_release_drops_only_the_variants_no_later_claim_uses():
+    """After a claim, the stacks and derivatives of variants that no later claim needs are released;
+    the others stay cached (the same objects), and a released one is rebuilt on demand, equal."""
+    run = scale.ScaleRun("toy")
+    kept, dropped = run.stack("preset"), run.stack("saturating")
+    run.action("saturating")
+    run.release({"preset"})
+    assert set(run.cache) == {("stack", "preset")}
+    assert run.stack("preset") is kept
+    rebuilt = run.stack("saturating")
+    assert rebuilt is not dropped
+    for a, b in zip(rebuilt.parameters(), dropped.parameters()):
+        assert torch.equal(a, b)
+    assert set(scale.VARIANTS_USED) == set(scale.SCALE_CLAIMS)
