@@ -104,15 +104,21 @@ def block_shift_matrix(n: int, dtype=torch.float64, device=None) -> torch.Tensor
 
 
 def persistent_left_vector(A: torch.Tensor) -> torch.Tensor:
-    """Left eigenvector w of A for λ = 1 with wᵀ1 = 1 (the persistent component wᵀX).
+    """Left eigenvector w of a row-stochastic kernel A for λ = 1 with wᵀ1 = 1 (the persistent
+    component wᵀX).
 
     Causal kernel: w = e₁ (the first token, an attention sink); full: w = 1/T.
-    Computed by solving (Aᵀ - I) w = 0 with the normalisation row appended.
+    Solved as a square system: the rows of Aᵀ − I sum to zero (A1 = 1), so with a simple
+    eigenvalue 1 any T − 1 of them are independent, and the last one is replaced by the
+    normalisation 1ᵀw = 1 (1 is not in range(A − I), since wᵀ1 ≠ 0).  An LU solve is
+    bit-reproducible from call to call; the least-squares driver ``gelsy`` is not (its result
+    depends on the memory alignment of its work arrays).
     """
     if A.dim() != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be one square (T, T) kernel, got shape {tuple(A.shape)}")
-    M = torch.cat([A.mT, torch.ones_like(A[:1])])  # rows: Aᵀ, then the normalisation row 1ᵀ
-    M[:-1].diagonal().sub_(1.0)                      # Aᵀ − I above it
+    M = A.mT.clone()
+    M.diagonal().sub_(1.0)
+    M[-1] = 1.0
     rhs = torch.zeros_like(M[:, :1])
     rhs[-1] = 1.0
-    return torch.linalg.lstsq(M, rhs).solution[:, 0]
+    return torch.linalg.solve(M, rhs)[:, 0]

@@ -23,21 +23,9 @@ OFFSET = "input.offset"
 
 
 def persistent_vector(stack) -> torch.Tensor:
-    """w: left eigenvector of the fast frozen kernel for λ = 1, wᵀ1 = 1 (e₁ causal, 1/T full).
-
-    Solved as a square system: the rows of Aᵀ − I sum to zero (A is row-stochastic), so with a
-    simple eigenvalue 1 any T − 1 of them are independent, and the last one is replaced by the
-    normalisation 1ᵀw = 1 (1 is not in range(A − I), since wᵀ1 ≠ 0).  An LU solve is
-    bit-reproducible from call to call; the least-squares driver ``gelsy`` is not (its result
-    depends on the memory alignment of the work arrays), which made 4.1's and 4.2's numbers
-    differ between runs in the last digits."""
-    A = stack.frozen_kernel()
-    M = A.mT.clone()
-    M.diagonal().sub_(1.0)
-    M[-1] = 1.0
-    rhs = torch.zeros_like(M[:, :1])
-    rhs[-1] = 1.0
-    return torch.linalg.solve(M, rhs)[:, 0]
+    """w: left eigenvector of the fast frozen kernel for λ = 1, wᵀ1 = 1 (e₁ causal, 1/T full);
+    ``kernels.persistent_left_vector`` of ``stack.frozen_kernel()``."""
+    return K.persistent_left_vector(stack.frozen_kernel())
 
 
 def homogeneous(stack, xbar: torch.Tensor) -> torch.Tensor:

@@ -55,3 +55,22 @@ def test_the_comparison_sees_a_changed_number():
     assert without_timings(a) != without_timings(b)
     b["claims"][0]["numeric"]["max_error"] = 1e-16
     assert without_timings(a) == without_timings(b)
+
+
+def test_persistent_left_vector_is_bit_identical_whatever_the_memory_alignment():
+    """The persistent vector w (4.1, 4.2) from copies of one kernel at different offsets in memory:
+    every copy gives the same bits (an LU solve; the least-squares driver gelsy does not)."""
+    import torch
+
+    from numerics import kernels as K
+    from numerics.stack import random_stack
+
+    A = random_stack(24, 8, 1, 2, "full", seed=3).frozen_kernel()
+    ws = []
+    for offset in range(1, 9):
+        buffer = torch.empty(offset + A.numel(), dtype=A.dtype)
+        copy = buffer[offset:].view_as(A)
+        copy.copy_(A)
+        ws.append(K.persistent_left_vector(copy))
+    assert all(torch.equal(w, ws[0]) for w in ws)
+    assert torch.allclose(ws[0] @ A, ws[0], atol=1e-14) and abs(float(ws[0].sum()) - 1) < 1e-14
