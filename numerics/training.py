@@ -161,7 +161,7 @@ def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tenso
         validation: torch.Tensor, *, identity: dict, checkpoint: str | os.PathLike | None = None,
         checkpoint_every: int = 50, stop_after: int | None = None, progress: bool = False,
         desc: str = "train", extra_manifest: dict | None = None, device: str | torch.device = "cpu",
-        eval_batch: int = 256) -> dict:
+        eval_batch: int = 256, monitor: Callable[[nn.Module], dict] | None = None) -> dict:
     """Train ``model`` for ``opt_cfg.steps`` steps on ``batch(step)`` (int64 tokens (B, T));
     return the curves.
 
@@ -187,6 +187,8 @@ def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tenso
         opt.load_state_dict(tensors["optimizer"])
         curves, start = manifest["curves"], int(manifest["step"])
     validation = validation.to(device)
+    if monitor is not None and start == 0:
+        curves["monitor"] = [{"step": 0, **monitor(model)}]
 
     def evaluate() -> torch.Tensor:
         model.eval()
@@ -234,6 +236,8 @@ def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tenso
                 print(f"{desc}: step {step + 1}/{opt_cfg.steps}, train loss {loss.item():.3f}, validation "
                       f"{curves['eval_loss'][-1]:.3f}", file=sys.stderr, flush=True)
         curves["seconds"] += time.perf_counter() - t0
+        if monitor is not None and curves["eval_step"] and curves["eval_step"][-1] == step + 1:
+            curves["monitor"].append({"step": step + 1, **monitor(model)})  # not counted in the training time
         if progress:
             post = {"loss": f"{curves['train_loss'][-1]:.3f}", "tok/s": f"{curves['tokens'] / curves['seconds']:.0f}"}
             if curves["eval_loss"]:
@@ -577,6 +581,19 @@ def t_quantile(n: int) -> float:
     return float(t.ppf(1 - ALPHA / 2, max(1, n - 1)))
 
 
+def paired_gap(frozen: torch.Tensor, coupled: torch.Tensor) -> dict:
+    """The paired loss gap of the decision rule above from per-sequence final eval losses
+    (seeds, sequences) of each arm: gap = mean_s d_s, se_seed, se_eval, t and crit."""
+    n = coupled.shape[0]
+    d_s = (frozen - coupled).mean(-1)
+    d_seq = (frozen - coupled).mean(0)
+    se_seed = float(d_s.std() / math.sqrt(n)) if n > 1 else math.inf
+    se_eval = float(d_seq.std() / math.sqrt(d_seq.numel()))
+    t = t_quantile(n)
+    return {"gap": float(d_s.mean()), "gap_per_seed": d_s.tolist(), "se_seed": se_seed, "se_eval": se_eval,
+            "t": t, "crit": math.hypot(t * se_seed, Z * se_eval)}
+
+
 def summarise(result: dict) -> dict:
     """Per setting: mean ± std of final losses per arm, the paired gap and its noise, the
     excess over the Bayes losses, the gates, and the decision rule's verdicts."""
@@ -593,14 +610,7 @@ def summarise(result: dict) -> dict:
             row[arm] = {"mean": float(finals.mean()), "std": float(finals.std()) if finals.numel() > 1 else 0.0,
                         "bayes": float(bayes_seq.mean()), "excess": float(excess_seq.mean()),
                         "excess_se": float(excess_seq.std() / math.sqrt(excess_seq.numel()))}
-        n = per_seq["coupled"].shape[0]
-        d_s = (per_seq["frozen"] - per_seq["coupled"]).mean(-1)
-        d_seq = (per_seq["frozen"] - per_seq["coupled"]).mean(0)
-        se_seed = float(d_s.std() / math.sqrt(n)) if n > 1 else math.inf
-        se_eval = float(d_seq.std() / math.sqrt(d_seq.numel()))
-        row["gap"] = float(d_s.mean())
-        row["se_seed"], row["se_eval"], row["t"] = se_seed, se_eval, t_quantile(n)
-        row["crit"] = math.hypot(row["t"] * se_seed, Z * se_eval)
+        row.update(paired_gap(per_seq["frozen"], per_seq["coupled"]))
         row["pooled_std"] = math.sqrt((row["coupled"]["std"] ** 2 + row["frozen"]["std"] ** 2) / 2)
         gates = [max(abs(g[-1]) for g in r["curves"]["gates"]) for r in s["runs"]["coupled"]]
         row["gate"] = sum(gates) / len(gates)

@@ -390,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     from proofs_check.sweep.command import add_parser as add_sweep_parser
 
     add_sweep_parser(sub)
-    from proofs_check.train import add_parser as add_train_parser
+    from proofs_check.text_experiment import add_parser as add_train_parser
 
     add_train_parser(sub)
     return parser

@@ -41,6 +41,7 @@ class TextConfig:
     eval_every: int = 50
     eval_windows: int = 64
     dtype: str = "float32"
+    freeze_gates: bool = False   # hierarchical: keep every gate at 0 (the fast-only model, same computation)
 
     def __post_init__(self):
         if self.arch not in ARCHS:
@@ -55,6 +56,8 @@ class TextConfig:
             raise ValueError(f"--T={self.T} must be at least 2 (a next token to predict)")
         if self.arch == "hierarchical" and self.T % self.P:
             raise ValueError(f"--P={self.P} does not divide --T={self.T} (blocks of P tokens)")
+        if self.freeze_gates and self.arch != "hierarchical":
+            raise ValueError("--freeze-gates needs --arch hierarchical (only its slow path has gates)")
         if not 0 <= self.warmup_fraction < 1:
             raise ValueError(f"warmup_fraction={self.warmup_fraction!r} must lie in [0, 1)")
         if not (0 <= self.seed < 2 ** 63 - 1):
@@ -85,7 +88,9 @@ class TextConfig:
         return asdict(self)
 
     def label(self) -> str:
-        return f"{self.arch}-d{self.d}-L{self.layers}-H{self.heads}-T{self.T}-P{self.P}-N{self.tokens}-seed{self.seed}"
+        frozen = "-frozen" if self.freeze_gates else ""
+        return (f"{self.arch}{frozen}-d{self.d}-L{self.layers}-H{self.heads}-T{self.T}-P{self.P}-N{self.tokens}"
+                f"-seed{self.seed}")
 
 
 def git_hash() -> str | None:
@@ -109,10 +114,10 @@ def package_version() -> str:
 
 def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progress: bool = True,
                stop_after: int | None = None, checkpoint_every: int | None = None,
-               threads: int | None = None) -> dict:
+               threads: int | None = None, monitor=None) -> dict:
     """Train (or resume) ``cfg`` into the checkpoint folder ``out``; return its manifest.  ``threads``
     (default: torch's setting, i.e. OMP_NUM_THREADS) intra-op threads; the CPU result is
-    bit-reproducible for a fixed thread count."""
+    bit-reproducible for a fixed thread count.  ``monitor``: see ``numerics.training.fit``."""
     import torch
 
     from numerics import checkpoint as ckpt
@@ -123,7 +128,8 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
     spec = cfg.spec(device)
     with torch_threads(threads or torch.get_num_threads()):
         model = LanguageModel(VOCAB, spec.with_(device="cpu").build(), cfg.seed,
-                              dtype=torch.float32 if cfg.dtype == "float32" else torch.float64)
+                              dtype=torch.float32 if cfg.dtype == "float32" else torch.float64,
+                              freeze_gates=cfg.freeze_gates)
         validation = corpus.validation_windows(cfg.T, cfg.eval_windows)
         extra = {"spec": spec.with_(device="cpu").as_dict(), "arch": cfg.arch,
                  "corpus": {"name": "pydoc_data.topics", "sha256": corpus.sha256, "tokens": "bytes",
@@ -134,8 +140,8 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
                                                                             batch_seed(cfg.seed, step)),
                      validation, identity={"kind": "byte-corpus", "config": {**cfg.as_dict(), "corpus": corpus.sha256}},
                      checkpoint=out, checkpoint_every=checkpoint_every or max(1, cfg.steps // 10),
-                     stop_after=stop_after, progress=progress, desc=f"train {cfg.arch}", extra_manifest=extra,
-                     device=device)
+                     stop_after=stop_after, progress=progress, desc=f"train {cfg.label()}", extra_manifest=extra,
+                     device=device, monitor=monitor)
     manifest = ckpt.read_manifest(out)
     manifest["curves"] = curves
     return manifest
@@ -170,14 +176,15 @@ FIGURE = TextConfig(arch="preln", d=16, layers=4, heads=2, T=32, P=8, tokens=120
 
 
 # ---------------------------------------------------------------- the command
-def add_parser(sub) -> None:
+def add_parser(sub):
     from proofs_check.validation import ascii_int
 
     p = sub.add_parser("train", help="train the stack on the CPython documentation text (a checkpoint folder)",
                        description="Train the untied stack (preln, or hierarchical with the gated slow path) on "
                                    "the bytes of pydoc_data.topics; resumable; writes a checkpoint folder for "
                                    "`fastslow check --stack`.")
-    p.add_argument("--arch", choices=ARCHS, default="preln", help="preln | hierarchical (default preln)")
+    p.add_argument("--arch", choices=ARCHS, default=None,
+                   help="preln | hierarchical (default preln; hierarchical with --experiment)")
     p.add_argument("--d", type=ascii_int, default=128, help="model width (default 128)")
     p.add_argument("--layers", type=ascii_int, default=6, help="depth L (default 6)")
     p.add_argument("--heads", type=ascii_int, default=4, help="attention heads, must divide d (default 4)")
@@ -186,12 +193,15 @@ def add_parser(sub) -> None:
     p.add_argument("--tokens", type=ascii_int, default=500_000, help="training tokens (default 500000)")
     p.add_argument("--batch", type=ascii_int, default=8, help="windows per step (default 8)")
     p.add_argument("--eval-every", type=ascii_int, default=50, help="validation loss every K steps (default 50)")
-    p.add_argument("--seed", type=ascii_int, default=0, help="seed of the weights and the batches (default 0)")
+    p.add_argument("--seed", type=ascii_int, default=None, help="seed of the weights and the batches (default 0)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="where to train (default cpu)")
     p.add_argument("--out", metavar="DIR", help=f"checkpoint folder (default {DEFAULT_OUT}/<config label>); "
                                                 "an existing checkpoint of the same run is resumed")
+    p.add_argument("--freeze-gates", action="store_true",
+                   help="hierarchical: keep every gate at 0 (the fast-only model at the same compute)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(run=cmd_train)
+    return p
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -200,8 +210,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from numerics import resolve_device
     from numerics.corpus import ByteCorpus, unigram_entropy
 
-    cfg = TextConfig(arch=args.arch, d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
-                     tokens=args.tokens, seed=args.seed, batch=args.batch, eval_every=args.eval_every)
+    cfg = TextConfig(arch=args.arch or "preln", d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
+                     tokens=args.tokens, seed=0 if args.seed is None else args.seed, batch=args.batch,
+                     eval_every=args.eval_every, freeze_gates=args.freeze_gates)
     out = Path(args.out) if args.out else DEFAULT_OUT / cfg.label()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a checkpoint folder")
@@ -217,3 +228,4 @@ def cmd_train(args: argparse.Namespace) -> int:
     if manifest.get("arch") == "hierarchical":
         print("gates: " + ", ".join(f"{g[-1]:+.4f}" for g in curves["gates"]))
     return 0
+
