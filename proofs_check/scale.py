@@ -675,7 +675,7 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
                       peak_rss_gib=peak_rss_gib())
         return record
     reset_peak_rss()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         result = SCALE_FORMS[claim_id](run)
     except Exception as exc:  # a crashing scale form is a failed claim, with its reason
@@ -690,7 +690,8 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
                            "tolerance": result.numeric.tolerance, "detail": result.numeric.detail,
                            "table": result.numeric.table},
                   control=asdict(result.control), notes=result.notes,
-                  seconds=time.perf_counter() - start, peak_rss_gib=peak_rss_gib())
+                  seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu,
+                  peak_rss_gib=peak_rss_gib())
     return record
 
 
@@ -705,7 +706,7 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
     if unknown:
         raise ValueError(f"--claim {', '.join(unknown)}: not a claim (known: {', '.join(CLAIM_IDS)})")
     claims = []
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     reset_peak_rss()
     for i, cid in enumerate(ids):
         if progress:
@@ -714,13 +715,14 @@ def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "c
         run.release(set().union(*(VARIANTS_USED.get(c, set()) for c in ids[i + 1:])))
         if progress:
             c = claims[-1]
-            print(f"[scale {name}] claim {cid}: {c['status']} in {c['seconds']:.1f} s, peak RSS "
+            print(f"[scale {name}] claim {cid}: {c['status']} in {c['seconds']:.1f} s "
+                  f"({c.get('cpu_seconds', 0.0):.1f} CPU-s), peak RSS "
                   f"{c['peak_rss_gib']:.2f} GiB", file=sys.stderr, flush=True)
     return {"claims": claims, "environment": environment(device),
             "options": {"profile": f"--scale {name}", "quick": False, "scale": name, "dtype": dtype, "seed": seed,
                         "reproduce": f"fastslow check --scale {name} --dtype {dtype} --device {device}",
                         **run.size()},
-            "seconds": time.perf_counter() - start,
+            "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu,
             "peak_rss_gib": max([c.get("peak_rss_gib", 0.0) for c in claims] + [peak_rss_gib()])}
 
 
@@ -735,8 +737,9 @@ def format_sizes(ledger: dict) -> str:
             lines.append(f"  {c['id']:4s} skipped   {c.get('detail', '')}")
             continue
         err = f"{num['max_error']:.2e} ≤ {num['tolerance']:.1e}" if num else "-"
-        lines.append(f"  {c['id']:4s} {c['status']:9s} at {where}: error {err}, {c.get('seconds', 0):.1f} s, "
+        lines.append(f"  {c['id']:4s} {c['status']:9s} at {where}: error {err}, {c.get('seconds', 0):.1f} s "
+                     f"({c.get('cpu_seconds', 0):.0f} CPU-s), "
                      f"peak RSS {c.get('peak_rss_gib', 0):.2f} GiB")
-    lines.append(f"  total {ledger.get('seconds', 0):.1f} s, peak RSS {ledger.get('peak_rss_gib', 0):.2f} GiB "
+    lines.append(f"  total {ledger.get('seconds', 0):.1f} s ({ledger.get('cpu_seconds', 0):.0f} CPU-s), peak RSS {ledger.get('peak_rss_gib', 0):.2f} GiB "
                  "(the scale forms are numeric; the symbolic steps are the ledger's, fastslow check)")
     return "\n".join(lines)
