@@ -74,3 +74,88 @@ def render_trained_vs_random(ctx, out_dir):
     axes[2].legend(fontsize=8)
     fig.tight_layout()
     return save(fig, out_dir, "trained_vs_random")
+
+
+def gate_margin_monitor(model) -> dict:
+    """The gate certificate of Claim 5.1 (``numerics.stability.gate_certificate``) of the model's
+    hierarchical stack, in float64 at its token-homogeneous reference with the gates at 0, and the
+    largest learnt gate |g_ℓ|: a ``fit`` monitor (JSON-ready; NaN as None)."""
+    import copy
+    import math
+
+    from numerics.stability import gate_certificate
+
+    stack = copy.deepcopy(model.stack).double()
+    e = gate_certificate(stack).enclosure
+
+    def number(v):
+        return None if v is None or not math.isfinite(v) else float(v)
+
+    return {"status": e.status, "mu": number(e.mu), "mu_lo": number(e.mu_lo), "mu_hi": number(e.mu_hi),
+            "g_lo": number(e.g_lo), "g_hi": number(e.g_hi),
+            "gate_max": max(abs(float(layer.gate.detach())) for layer in model.stack.layers)}
+
+
+#: The margin figure's run: hierarchical, small enough that the certificate (n·d = 64 slow modes) is
+#: computed at every validation step; ``MARGIN_SMOKE`` is the tests' seconds-sized one.
+MARGIN = dict(arch="hierarchical", d=16, layers=4, heads=2, T=32, P=8, tokens=120_000, batch=32, eval_every=10,
+              eval_windows=64)
+MARGIN_SMOKE = dict(arch="hierarchical", d=4, layers=2, heads=2, T=16, P=4, tokens=6_000, batch=16, eval_every=8,
+                    eval_windows=16)
+
+
+def margin_run(cache_dir, smoke: bool = False) -> dict:
+    """The margin run's manifest (curves with ``monitor``), trained on first use and then cached in a
+    folder keyed by the source of every module it executes and its config."""
+    from pathlib import Path
+
+    from numerics import checkpoint as ckpt
+    from numerics.training import source_key
+    from proofs_check.train import TextConfig, train_text
+
+    cfg = TextConfig(**(MARGIN_SMOKE if smoke else MARGIN))
+    key = source_key(("proofs_check.train", "numerics.stability", "proofs_check.figures.trained"), cfg.as_dict())
+    out = Path(cache_dir) / "margin_runs" / f"{cfg.label()}-{key}"
+    if ckpt.exists(out) and ckpt.read_manifest(out)["step"] >= cfg.steps:
+        return ckpt.read_manifest(out)
+    return train_text(cfg, out, progress=False, threads=1, monitor=gate_margin_monitor)
+
+
+@figure("gate_margin_over_training", claim="5.1",
+        title="The certified gate margin g* over training on text, against the learnt gate")
+def render_gate_margin_over_training(ctx, out_dir):
+    import matplotlib.pyplot as plt
+
+    from numerics.training import cache_dir_for
+
+    manifest = margin_run(cache_dir_for(ctx), smoke=getattr(ctx, "smoke", False))
+    mon = manifest["curves"]["monitor"]
+    steps = [m["step"] for m in mon]
+    certified = [m["status"] == "certified" for m in mon]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    axes[0].plot(steps, [m["mu"] for m in mon], "o-", color="C0", ms=3, label="stability margin μ")
+    axes[0].fill_between(steps, [m["mu_lo"] for m in mon], [m["mu_hi"] for m in mon], color="C0", alpha=0.2,
+                         label="certified enclosure of μ")
+    axes[0].axhline(0, color="black", lw=0.7)
+    axes[0].set_xlabel("training step")
+    axes[0].set_ylabel("μ (> 0: the slow modes contract on balance)")
+    axes[0].set_title("stability margin of the slow modes (gates at 0)", fontsize=9)
+    axes[0].legend(fontsize=8)
+    axes[1].plot(steps, [m["gate_max"] for m in mon], "o-", color="C3", ms=3, label="learnt max_ℓ |g_ℓ|")
+    if any(certified):
+        axes[1].plot([s for s, c in zip(steps, certified) if c],
+                     [m["g_lo"] for m, c in zip(mon, certified) if c], "s-", color="C2", ms=3,
+                     label="certified g* (lower end)")
+    inside = sum(c and m["gate_max"] <= m["g_lo"] for m, c in zip(mon, certified))
+    verdict = (f"certified at {sum(certified)} of {len(mon)} steps; the learnt gate is inside g* at {inside}"
+               if any(certified) else f"no certified margin at any of the {len(mon)} steps (μ ≤ 0 not excluded): "
+                                      "training is not inside a certified margin")
+    axes[1].set_xlabel("training step")
+    axes[1].set_ylabel("gate")
+    axes[1].set_title(verdict, fontsize=9)
+    axes[1].legend(fontsize=8)
+    cfg = manifest["config"]
+    fig.suptitle(f"hierarchical stack on the CPython documentation: d = {cfg['d']}, L = {cfg['layers']}, "
+                 f"T = {cfg['T']}, P = {cfg['P']}, {cfg['tokens']} bytes", fontsize=10)
+    fig.tight_layout()
+    return save(fig, out_dir, "gate_margin_over_training")
