@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import time
 
 from proofs_check.ledger import CLAIM_IDS, CLAIMS, CheckContext, load_checks, run_claim
 
@@ -157,9 +158,26 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
 def evaluate_trained(claim_id: str, spec, ctx):
     """``on_stack.evaluate`` on a trained spec.  An evaluation that needs stacks of another shape
     than the checkpoint's (it varies the depth, the weight path, ...) cannot run on trained
-    weights: its verdict is n/a, with the refusal as the reason, not a failure of the claim."""
+    weights: its verdict is n/a, with the refusal as the reason, not a failure of the claim.
+
+    A claim stated at the token-homogeneous reference (``on_stack.HOMOGENEOUS_REFERENCE``) is
+    n/a, not run, when the trained gates move the trajectory from 1x̄ᵀ off the homogeneous set
+    (``on_stack.reference_spread`` above its rounding tolerance): the theorem's condition does not
+    hold on these weights.  The reason names the measured spread and the gates."""
+    from numerics.stack import random_xbar
     from proofs_check import on_stack
 
+    if claim_id in on_stack.HOMOGENEOUS_REFERENCE:
+        start = time.perf_counter()
+        ref = on_stack.reference_spread(spec.build(), random_xbar(spec.d, spec.seed))
+        if not ref["holds"]:
+            gates = ", ".join(f"{g:+.4f}" for g in ref["gates"])
+            reason = (f"spread {ref['spread']:.1e} > {ref['tolerance']:.1e} off 1x̄ᵀ: the trained gates g = ({gates}) "
+                      f"move the reference off the token-homogeneous set (max_ℓ ‖X_ℓ − 1·mean_t X_ℓ‖/‖X_ℓ‖ from "
+                      f"X_0 = 1x̄ᵀ, at layer {ref['layer']}; tolerance: float64 rounding at g = 0), and the claim is "
+                      "stated at the gate-0 homogeneous reference")
+            return on_stack.Verdict(claim_id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict(),
+                                    seconds=time.perf_counter() - start)
     verdict = on_stack.evaluate(claim_id, spec, ctx)
     if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
         verdict.status = "n/a"

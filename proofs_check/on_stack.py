@@ -152,6 +152,48 @@ def arch_free(claim_id: str, reason: str) -> None:
 
 EXACT = 1e-12  # relative: a float64 identity through a few O(1) layers (~1e-15) with 1e3 room
 
+#: The claims whose evaluation on a preln spec linearises at the token-homogeneous reference 1x̄ᵀ of the built
+#: stack, with its slow-path gates as built: 2.1 (the blocks of J at 1x̄ᵀ), 2.2 (off-block mass at 1x̄ᵀ + δZ),
+#: 2.3 (J = Σ A^m ⊗ K_m at 1x̄ᵀ), 2.4 (∂/∂(W_Q, W_K) at 1x̄ᵀ), 3.1 (mode products along the reference
+#: trajectory), 3.2 (residuals at 1x̄ᵀ against the mode blocks), 4.1 (visibility at 1x̄ᵀ), 4.2 (∂x̄_L/∂g at the
+#: built gates, taken as g = 0).  Not in it: 1.1 and 1.2 (a random inhomogeneous state), 5.1 (it zeroes the
+#: gates itself, ``numerics.stability.at_zero_gate``), 6.3 (FLOP counts).
+HOMOGENEOUS_REFERENCE = frozenset({"2.1", "2.2", "2.3", "2.4", "3.1", "3.2", "4.1", "4.2"})
+
+
+def reference_spread(stack, xbar) -> dict:
+    """The condition of the claims in :data:`HOMOGENEOUS_REFERENCE` on a built (preln) stack: the
+    trajectory from X₀ = 1x̄ᵀ stays token-homogeneous.  Measured as
+
+        spread = max_{ℓ = 1..L} ‖X_ℓ − 1·mean_t(X_ℓ)‖_F / ‖X_ℓ‖_F,
+
+    the condition holds when spread ≤ tolerance = 64·L·T·ε (ε of the stack's dtype).  With every
+    gate 0 the spread is rounding only: identical token rows pass the token-wise maps (LayerNorm,
+    projections, MLP) identically and differ only through the attention's T-term sums (the softmax
+    row normalisation and Σ_s A_ts v_s, nonnegative weights: ≤ 2Tε relative each); the L layers
+    add L·2Tε, and the factor 32 covers the growth of a difference through the later layers
+    (Lipschitz constants of O(1) weights over total depth hL = 1).  Measured at gate 0: ≤ 4ε up to
+    T = 256.  With gates g ≠ 0 the slow path's one-block shift feeds block 0 zero and the other
+    blocks the slow output, so the spread is first order in g.
+
+    Returns ``gates`` (each layer's, [] without a slow path), ``spread``, ``layer`` (the ℓ of the
+    maximum), ``tolerance`` and ``holds``.
+    """
+    import torch
+
+    param = next(stack.parameters())
+    T, d, L = stack.config.T, stack.config.d, len(stack.layers)
+    X0 = xbar.to(dtype=param.dtype, device=param.device).expand(T, d).clone()
+    with torch.no_grad():
+        states = stack.trajectory(X0)[1:]
+        spreads = [float(torch.linalg.norm(X - X.mean(dim=-2, keepdim=True)) / torch.linalg.norm(X))
+                   for X in states]
+    layer = max(range(L), key=spreads.__getitem__)
+    tolerance = 64 * L * T * float(torch.finfo(param.dtype).eps)
+    gates = [float(lay.gate.detach()) for lay in stack.layers if lay.slow is not None]
+    return {"gates": gates, "spread": spreads[layer], "layer": layer + 1, "tolerance": tolerance,
+            "holds": spreads[layer] <= tolerance}
+
 
 def matrix_spec(arch: str, ctx, *, compress_gate: float | None = None, **fields):
     """The matrix's small stack of ``arch`` as a spec: T = 4, d = 4, 3 layers, 2 heads, causal,

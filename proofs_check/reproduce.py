@@ -89,6 +89,10 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
             ledger["timings"] = timings
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
             ledger["integrity"] = integrity.as_dict()
+            from proofs_check import text_experiment
+
+            text_73 = text_experiment.recorded()
+            ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_73)}
             write_json(out / "ledger.json", ledger)
             from proofs_check.matrix import matrix_section
 
@@ -96,6 +100,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
                                                                                 figures=["claims_matrix"])
             extra += scale_section([results["scale"], *recorded_scale_runs()])
             extra += sweep_section(figures_dir)
+            extra += text_experiment.report_section(text_73, figures_dir)
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
