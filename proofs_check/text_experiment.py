@@ -137,11 +137,14 @@ def statement(result: dict) -> str:
     opens = (f"the gate opens (layers {', '.join(map(str, s['open_layers']))} end with one sign in every seed and "
              f"|g| > {s['open_threshold']:.3f})" if s["gate_opens"] else
              f"the gate does not open (no layer ends with one sign in every seed and |g| > {s['open_threshold']:.3f})")
+    per_seed = ", ".join(f"{g:+.4f}" for g in s["gap_per_seed"])
+    better = sum(g > 0 for g in s["gap_per_seed"])
     paper = "as the paper's neutral result" if s["verdict"] == "neutral" else "unlike the paper's neutral result"
     return (f"On the CPython documentation ({cfg['tokens']} training bytes, d = {cfg['d']}, L = {cfg['layers']}, "
             f"T = {cfg['T']}, P = {cfg['P']}, {n} seeds): loss(frozen) − loss(coupled) = {s['gap']:+.4f} nats/byte, "
             f"interval [{s['interval'][0]:+.4f}, {s['interval'][1]:+.4f}] (t·se_seed, Z·se_eval): "
-            f"{s['verdict']}, {paper}; {opens}; learnt gates per seed: {gates}.")
+            f"{s['verdict']}, {paper} (per seed {per_seed}: the coupled arm is lower in {better} of {n}); {opens}; "
+            f"learnt gates per seed: {gates}.")
 
 
 def write_figure(result: dict, path: str | Path) -> Path:
