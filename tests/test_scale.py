@@ -85,3 +85,27 @@ def test_release_drops_only_the_variants_no_later_claim_uses():
     for a, b in zip(rebuilt.parameters(), dropped.parameters()):
         assert torch.equal(a, b)
     assert set(scale.VARIANTS_USED) == set(scale.SCALE_CLAIMS)
+
+
+def test_a_block_not_affine_in_lambda_is_caught_by_the_interpolation_check(monkeypatch):
+    """The scale forms build G_ℓ(λ) from the generated blocks at λ = 0 and 1.  A generated block with a
+    term ε·λ(1 − λ)·I (zero at both ends) is caught by the check against the generated block at the last
+    sampled λ, by the predicted amount ε·λ(1 − λ)·√(L·d)/‖G(λ)‖_F (to 1 %), and fails 3.1."""
+    real = scale.layer_blocks
+    eps = 1e-6
+
+    def bent(stack, xbar, lam):
+        out = real(stack, xbar, lam)
+        eye = torch.eye(out.shape[-1], dtype=out.dtype)
+        return out + eps * (lam * (1 - lam))[:, None, None, None] * eye
+
+    run = scale.ScaleRun("toy")
+    lam = torch.tensor(mf.sampled_causal_eigenvalues(run.spec.T, 16), dtype=torch.float64)
+    st, xbar = run.stack("saturating"), run.xbar()
+    direct = real(st, xbar, lam[-1:])[0]
+    lm = float(lam[-1])
+    predicted = eps * lm * (1 - lm) * (st.config.layers * st.config.d) ** 0.5 / float(torch.linalg.vector_norm(direct))
+    assert scale.affine_blocks(st, xbar, lam)[2] <= 10 * scale.affine_tolerance(run)
+    monkeypatch.setattr(scale, "layer_blocks", bent)
+    assert scale.affine_blocks(st, xbar, lam)[2] == pytest.approx(predicted, rel=1e-2)
+    assert scale.decide(scale.scale_3_1(run)) == "failed"
