@@ -159,3 +159,35 @@ def render_gate_margin_over_training(ctx, out_dir):
                  f"T = {cfg['T']}, P = {cfg['P']}, {cfg['tokens']} bytes", fontsize=10)
     fig.tight_layout()
     return save(fig, out_dir, "gate_margin_over_training")
+
+
+@figure("visibility_trained_vs_random", claim="4.2",
+        title="The visibility spectrum of a stack trained on text vs its random initialisation")
+def render_visibility_trained_vs_random(ctx, out_dir):
+    """Singular values of the visibility Jacobian ∂(x̄_L, frozen kernels)/∂θ at 1x̄ᵀ (Claim 4.2) of the
+    matrix's trained stack (``proofs_check.train.SMALL``) and of the same stack at its initialisation."""
+    import matplotlib.pyplot as plt
+
+    from numerics import checkpoint as ckpt
+    from numerics import visibility as nv
+    from numerics.spec import StackSpec
+    from numerics.stack import random_xbar
+    from numerics.training import cache_dir_for
+    from proofs_check.train import SMALL, default_checkpoint
+
+    path = default_checkpoint(cache_dir_for(ctx), cfg=SMALL)
+    spec = StackSpec.from_dict({**ckpt.read_manifest(path)["spec"], "dtype": "float64"})
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    xbar = random_xbar(spec.d)
+    for (label, s), marker, color in zip((("random (initialisation)", spec), ("trained", spec.with_(checkpoint=str(path)))),
+                                         ("o", "s"), ("C7", "C0")):
+        vis = nv.visibility(s.build(), xbar)
+        sv = vis.singular_values[: vis.rank + 8].clamp_min(1e-18).numpy()
+        ax.semilogy(range(1, len(sv) + 1), sv, marker=marker, color=color, ls="-", ms=4,
+                    label=f"{label}: visible {vis.visible_dim} of {vis.parameters}, gap {vis.gap:.1e}")
+        ax.axvline(vis.rank + 0.5, color=color, ls=":", lw=1)
+    ax.set_xlabel("index i")
+    ax.set_ylabel("σ_i of ∂(x̄_L, frozen kernels)/∂θ")
+    ax.set_title(f"visible/invisible split, trained vs random ({spec.label()})", fontsize=9)
+    ax.legend(fontsize=7)
+    return save(fig, out_dir, "visibility_trained_vs_random")
