@@ -116,13 +116,16 @@ def main(argv=None) -> int:
     print(f"reference run: exit {code}, {wall:.1f} s ({work / 'reference'})", flush=True)
     rng = random.Random(args.seed)
     moments = [rng.uniform(0.02 * wall, 0.98 * wall) for _ in range(args.kills)]
-    with ThreadPoolExecutor(max(1, args.parallel)) as pool:
-        rounds = list(pool.map(lambda km: one_round(km[0], km[1], work, reference), enumerate(moments)))
-    for r in rounds:
+    def run_round(km):
+        r = one_round(km[0], km[1], work, reference)
         print(f"round {r['round']:2d}: killed at {r['kill_at_s']:6.1f} s (was running: {r['killed']}); "
               f"temps left by the kill {len(r['after_kill']['temps'])}, partial files {r['after_kill']['incomplete']}; "
               f"rerun exit {r['rerun_exit']} in {r['rerun_s']} s, temps after {r['temps_after_rerun']}, "
               f"ledger equal: {r['ledger_equal']} -> {'ok' if r['ok'] else 'FAIL'}", flush=True)
+        return r
+
+    with ThreadPoolExecutor(max(1, args.parallel)) as pool:
+        rounds = list(pool.map(run_round, enumerate(moments)))
     passed = sum(r["ok"] for r in rounds)
     print(f"{passed}/{len(rounds)} rounds passed")
     if args.json:
