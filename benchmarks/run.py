@@ -2,8 +2,9 @@
 
 Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritten``,
 ``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists), ``sweep``,
-``scale`` (benchmarks/scale.py) and ``machine``.  A section that raises is recorded as ``{"error": ...}`` and printed, so one
-broken piece does not hide the others' numbers; ``machine["section_errors"]`` lists them.
+``scale`` (benchmarks/scale.py), ``training`` (benchmarks/training.py) and ``machine``.  A section that
+raises is recorded as ``{"error": ...}`` and printed, so one broken piece does not hide the others'
+numbers; ``machine["section_errors"]`` lists them.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def _sections(quick: bool, device: str, note):
     from benchmarks import scale
 
     yield "scale", lambda: scale.run(quick, device)
+    from benchmarks import training
+
+    yield "training", lambda: training.run(quick, device)
 
 
 def run_benchmarks(quick: bool, device: str) -> dict:
@@ -146,6 +150,11 @@ def format_table(results: dict) -> str:
         from benchmarks.scale import format_lines
 
         lines += format_lines(sc)
+    tr = results.get("training")
+    if tr and "error" not in tr:
+        from benchmarks.training import format_lines as training_lines
+
+        lines += training_lines(tr)
     for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

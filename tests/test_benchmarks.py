@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import codegen_speed, derive_time, jacobian
+from benchmarks import codegen_speed, derive_time, jacobian, training
 from benchmarks.run import run_benchmarks
+from proofs_check.train import TextConfig
 
 TINY = dict(T=6, d=8, layers=3, heads=2)
+TINY_TEXT = TextConfig(d=8, layers=1, heads=2, T=16, P=4, batch=4)
 
 
 def test_factorised_jacobian_equals_dense():
@@ -88,9 +90,10 @@ def test_harness_returns_every_key(monkeypatch):
     monkeypatch.setattr(sweep, "REPEATS", 1)
     monkeypatch.setattr(scale, "QUICK", {**scale.QUICK, "T": (8, 16), "d": 8})
     monkeypatch.setenv("FASTSLOW_BENCH_SCALE_CLAIMS", "0")
+    monkeypatch.setattr(training, "CONFIG", TINY_TEXT)
     results = run_benchmarks(quick=True, device="cpu")
     assert set(results) >= {"factorised_vs_dense_jacobian", "generated_vs_handwritten", "derive",
-                            "memory", "machine"}
+                            "memory", "training", "machine"}
     assert results["machine"]["section_errors"] in ([], ["slow_path_cost"])
     j = results["factorised_vs_dense_jacobian"]
     assert {"speedup", "dense_seconds", "factorised_seconds", "relative_error", "config", "curve"} <= set(j)
@@ -102,6 +105,26 @@ def test_harness_returns_every_key(monkeypatch):
     assert {"cold_seconds", "warm_seconds", "check_seconds_per_claim"} <= set(d)
     assert list(d["check_seconds_per_claim"]) == ["5.1"] and d["warm_cached_families"] == ["stability"]
     assert {"dense_peak_rss_mb", "factorised_peak_rss_mb", "ratio"} <= set(results["memory"])
+
+
+def test_training_section_reports_tokens_per_second_and_the_projection(monkeypatch):
+    # The quick section at a tiny config: every field, positive rates, and the projection exactly as
+    # computed (the token budget over the measured tokens/s); no timing is asserted.
+    monkeypatch.setattr(training, "CONFIG", TINY_TEXT)
+    r = training.run(quick=True, device="cpu")
+    assert r["config"]["device"] == "cpu" and r["config"]["timed_steps"] == training.QUICK_STEPS
+    assert r["budget_tokens"] == TINY_TEXT.tokens == 500_000 and set(r["archs"]) == set(training.ARCHS)
+    for a in r["archs"].values():
+        assert a["tokens_per_step"] == TINY_TEXT.batch * TINY_TEXT.T
+        assert len(a["step_runs"]) == len(a["forward_backward_runs"]) == training.QUICK_STEPS
+        assert a["step_seconds"] > 0 and a["forward_backward_seconds"] > 0
+        assert a["tokens_per_s"] == a["tokens_per_step"] / a["step_seconds"] > 0
+        assert a["projected_seconds"] == r["budget_tokens"] / a["tokens_per_s"]
+        assert a["trainer_over_forward_backward"] == a["step_seconds"] / a["forward_backward_seconds"]
+    assert r["hierarchical_over_preln"] == r["archs"]["preln"]["tokens_per_s"] / r["archs"]["hierarchical"]["tokens_per_s"]
+    assert "forward + backward" in r["baseline"] and len(r["load_average_1min"]) == 2
+    text = "\n".join(training.format_lines(r))
+    assert "preln" in text and "hierarchical" in text and "tokens/s" in text
 
 
 def test_bad_device_is_a_value_error():
