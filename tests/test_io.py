@@ -127,7 +127,10 @@ with atomic_path({str(target)!r}) as tmp:
     print("ready", flush=True)
     time.sleep(30)
 """
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    # SIGINT at its default in the child: a shell that starts the tests in the background ignores it,
+    # and Python installs its KeyboardInterrupt handler only when SIGINT is not ignored at start
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().strip() == "ready"
     assert len(temps(tmp_path)) == 1
     proc.send_signal(sig)

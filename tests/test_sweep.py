@@ -157,7 +157,8 @@ def test_resume_after_sigint_has_no_duplicates(client, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--scheduler", address,
                              "--out", str(out), "--no-progress"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in test_io
     deadline = time.monotonic() + 40
     while not Store(out).batches() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
