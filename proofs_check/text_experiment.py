@@ -281,8 +281,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise ValueError("--seed is one run's seed: --experiment 7.3 takes --seeds")
     cfg = TextConfig(arch="hierarchical", d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
                      tokens=args.tokens, batch=args.batch, eval_every=args.eval_every)
+    from proofs_check.validation import check_output_file
+
     if args.figure and Path(args.figure).suffix not in (".png", ".pdf"):
         raise ValueError(f"--figure {args.figure}: give a .png or .pdf file")
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.figure:
+        check_output_file(args.figure, "--figure")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers={args.workers} must be a positive integer")
     out = Path(args.out) if args.out else DEFAULT_OUT
     result = run(out, cfg, tuple(args.seeds) if args.seeds else SEEDS, workers=args.workers or 1,
                     progress=not args.no_progress)

@@ -91,6 +91,9 @@ def test_statement_and_ledger_entry(result, monkeypatch, tmp_path):
     (["train", "--experiment", "7.3", "--freeze-gates"], "--freeze-gates cannot go"),
     (["train", "--experiment", "7.3", "--figure", "x.txt"], ".png or .pdf"),
     (["train", "--freeze-gates"], "needs --arch hierarchical"),
+    (["train", "--experiment", "7.3", "--json", "/proc/nope/r.json"], "--json"),
+    (["train", "--experiment", "7.3", "--figure", "/proc/nope/f.png"], "--figure"),
+    (["train", "--experiment", "7.3", "--workers", "0"], "--workers"),
 ])
 def test_refusals(argv, message, capsys):
     assert main(argv) == 2
