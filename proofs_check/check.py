@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import platform
+import functools
 import sys
 import time
 
-from proofs_check.ledger import CLAIM_IDS, CLAIMS, CheckContext, load_checks, run_claim
-
-
-def environment(device: str) -> dict:
-    import mpmath
-    import numpy
-    import scipy
-    import sympy
-    import torch
-
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "device": device,
-            "torch": torch.__version__, "sympy": sympy.__version__, "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "mpmath": mpmath.__version__,
-            "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+from proofs_check.environment import environment
+from proofs_check.ledger import CLAIM_IDS, CLAIMS, CheckContext, decide, load_checks, run_claim
 
 
 def check_seed(profile: str, seed: int | None) -> int:
@@ -166,6 +154,7 @@ def evaluate_trained(claim_id: str, spec, ctx):
     hold on these weights.  The reason names the measured spread and the gates."""
     from numerics.stack import random_xbar
     from proofs_check import on_stack
+    from proofs_check import scale
 
     if claim_id in on_stack.HOMOGENEOUS_REFERENCE:
         start = time.perf_counter()
@@ -178,12 +167,55 @@ def evaluate_trained(claim_id: str, spec, ctx):
                       "stated at the gate-0 homogeneous reference")
             return on_stack.Verdict(claim_id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict(),
                                     seconds=time.perf_counter() - start)
+    if spec.T * spec.d > DENSE_FEATURES and claim_id in scale.SCALE_FORMS:
+        return matrix_free_verdict(claim_id, spec)
     verdict = on_stack.evaluate(claim_id, spec, ctx)
+    verdict.measured.setdefault("form", "dense")
     if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
         verdict.status = "n/a"
         verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
                           + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
     return verdict
+
+
+#: Above this many features T·d a trained stack's claims run in their matrix-free scale forms
+#: (``proofs_check.scale``): the dense forms build (Td)² state Jacobians and parameter Jacobians
+#: (at T·d = 256 all of them take ~30 s on one core; 4.1's grows as parameters × T·d).
+DENSE_FEATURES = 256
+
+
+@functools.lru_cache(maxsize=1)
+def _scale_run(spec):
+    """One ``ScaleRun`` per trained spec: its reference and derivatives are shared by the claims."""
+    from proofs_check.scale import ScaleRun
+
+    return ScaleRun("checkpoint", dtype=spec.dtype, device=spec.device, seed=spec.seed, source=spec)
+
+
+def matrix_free_verdict(claim_id: str, spec):
+    """A claim on a trained stack above :data:`DENSE_FEATURES`, by its scale form (``proofs_check.scale``:
+    jvp probes of the checkpoint's stack against the matrix-free predictions, with the form's control).
+    n/a when the form builds stacks the checkpoint does not hold (other depths, kernels, a slow path)."""
+    from numerics.checkpoint import CheckpointError
+    from proofs_check import on_stack
+    from proofs_check import scale
+
+    start = time.perf_counter()
+    try:
+        result = scale.SCALE_FORMS[claim_id](_scale_run(spec))
+    except CheckpointError as exc:
+        return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form (T·d = {spec.T * spec.d} > "
+                                f"{DENSE_FEATURES}, too large for the dense one) cannot run on one checkpoint: {exc}",
+                                spec=spec.as_dict(), seconds=time.perf_counter() - start)
+    status = "holds" if decide(result) == "verified" else "fails"
+    measured = {"form": "matrix-free", "numeric": result.numeric.detail,
+                "control": {"status": result.control.status, "detail": result.control.detail}}
+    return on_stack.Verdict(claim_id, status, measured=measured, error=result.numeric.max_error,
+                            tolerance=result.numeric.tolerance, spec=spec.as_dict(),
+                            reason=None if status == "holds" else "matrix-free form: " + (
+                                result.control.detail if result.numeric.ok else result.numeric.detail),
+                            counterexample=None if status == "holds" else {"spec": spec.as_dict()},
+                            seconds=time.perf_counter() - start)
 
 
 def format_stack_table(ledger: dict) -> str:
@@ -192,13 +224,14 @@ def format_stack_table(ledger: dict) -> str:
     lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
              f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, validation loss "
              f"{s['final_validation_loss']:.3f} nats/byte"]
-    rows = [("claim", "title", "status", "error / tol", "reason or condition")]
+    rows = [("claim", "title", "status", "form", "error / tol", "reason or condition")]
     for c in ledger["claims"]:
         v = c.get("verdict") or {}
         err = (f"{v['error']:.2e} / {v['tolerance']:.1e}" if v.get("error") is not None and v.get("tolerance")
                else "-")
         why = (c.get("reason") or v.get("condition") or "")
-        rows.append((c["id"], c["title"][:40], c["status"], err, " ".join(str(why).split())[:70]))
+        form = (v.get("measured") or {}).get("form", "-")
+        rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:70]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     table.insert(1, "  ".join("-" * w for w in widths))

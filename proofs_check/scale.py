@@ -35,8 +35,9 @@ from numerics import visibility as nv
 from numerics.factorisation import TokenMixedStack, layer_B_C, layer_blocks, shift_mixer
 from numerics.generated import coarse_graining as gen_cg
 from numerics.generated import visibility as gen_vis
+from numerics.checkpoint import CheckpointError
 from numerics.presets import check_preset, preset
-from numerics.spec import DTYPES
+from numerics.spec import DTYPES, StackSpec
 from proofs_check.ledger import CLAIM_IDS, ClaimResult, ControlResult, NumericResult, decide
 
 SCALE_CLAIMS = ("1.1", "1.2", "2.1", "2.2", "2.3", "2.4", "3.1", "3.2", "4.1", "4.2", "5.1")
@@ -92,10 +93,13 @@ class ScaleRun:
     device: str = "cpu"
     seed: int = 0
     sizes: tuple | None = None     # (T, d, layers, heads) instead of the preset's (name "custom")
+    source: StackSpec | None = None   # a spec (a trained checkpoint's) instead of the preset's
     cache: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.sizes is None:
+        if self.source is not None:
+            self.spec = self.source.with_(dtype=self.dtype, device=self.device)
+        elif self.sizes is None:
             check_preset(self.name)
             self.spec = preset(self.name, dtype=self.dtype, device=self.device, seed=self.seed)
         else:
@@ -130,6 +134,9 @@ class ScaleRun:
 
     # -- the preset's (causal) stack, its reference and its action --------------------------
     def stack(self, variant: str = "preset"):
+        if variant != "preset" and self.spec.checkpoint is not None:
+            raise CheckpointError(f"the scale form builds the stack variant {variant!r} (another kernel, a slow "
+                                  "path or other weights), which the checkpoint does not hold")
         specs = {
             "preset": self.spec,
             "full-slow": self.spec.with_(kernel="full", P=self._block(), knobs={"value_scale": 1.0}),
@@ -738,7 +745,7 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
 def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "cpu", dtype: str = "float64",
               seed: int = 0, progress: bool = True) -> dict:
     """Every claim's scale entry at preset ``name`` (all claims of docs/theory.md by default)."""
-    from proofs_check.check import environment
+    from proofs_check.environment import environment
 
     run = ScaleRun(name, dtype=dtype, device=device, seed=seed)
     ids = claim_ids or list(CLAIM_IDS)
