@@ -46,19 +46,37 @@ def test_dense_2_2_and_2_4_read_the_checkpoint_weights(small):
                        ck.load(small.checkpoint)[0]["model"]["stack.layers.0.attn.W_Q"].to(torch.float64))
 
 
-def test_2_2_grid_is_first_order_at_T16_and_names_what_rounding_hides():
+def test_2_2_grid_is_first_order_at_T16_and_the_commutator_takes_what_rounding_hides():
     """At T = 16 the causal eigenbasis has cond(S) ≈ 9e6: a fixed grid δ ∈ [1e-5, 1e-2] saturates the
     mass at 1 (slope 0).  The grid from the first-order coefficient keeps c·δ ≤ 1e-2, so the slope is
-    1 to O(c·δ) = 1e-2 < 0.1; the ALiBi kernel's eigenbasis (cond(S) ≈ 1e17 at T = 16) leaves its mass
-    at the rounding floor, so (c) is listed untested instead of failing."""
+    1 to O(c·δ) = 1e-2 < 0.1.  The ALiBi kernel's eigenbasis (cond(S) ≈ 1e19 at T = 16) leaves the mass at
+    its rounding floor, so (c) is measured by the commutator ‖[J, A⊗I]‖/‖J‖: ≤ 1e-12 at δ = 0 (a T·d-term
+    rounding), slope 1 ± 0.1 over δ ∈ [1e-5, 1e-2]."""
     spec = StackSpec(T=16, d=8, layers=2, heads=2, kernel="causal", seed=0)
     fixed = chk.control_masses([1e-3, 1e-2], "inhomogeneous", spec)
     assert fixed[1] / fixed[0] < 2  # saturated: a tenfold δ does not double the mass
     v = chk.evaluate_2_2(spec, CTX)
-    assert v.status == "holds" and v.error <= chk.SLOPE_TOL
+    assert v.status == "holds" and v.error <= chk.SLOPE_TOL and v.measured["untested"] == []
     rows = {r["violation"]: r for r in v.measured["rows"]}
-    assert abs(rows["inhomogeneous"]["slope"] - 1) <= 0.02 and rows["inhomogeneous"]["mass to"] <= 1.1e-2
-    assert "alibi-slopes" in v.measured["untested"][0] and "unresolved" in rows["alibi-slopes"]
+    assert rows["inhomogeneous"]["measure"] == "off-block mass"
+    assert abs(rows["inhomogeneous"]["slope"] - 1) <= 0.02 and rows["inhomogeneous"]["to"] <= 1.1e-2
+    alibi = rows["alibi-slopes"]
+    assert alibi["measure"].startswith("commutator") and "rounding floor" in alibi["eigenbasis"]
+    assert alibi["at δ=0"] <= 1e-12 and abs(alibi["slope"] - 1) <= chk.SLOPE_TOL
+
+
+def test_2_2_commutator_route_fails_when_the_heads_differ_at_delta_zero(monkeypatch):
+    """Control of the commutator route: ALiBi slopes that differ by 1e-3 already at δ = 0 leave the
+    eigenbasis unresolvable (T = 16) and the commutator at ≈ 1e-6 ≫ 1e-12 at δ = 0: a failure."""
+    def offset(kind, spec, delta):
+        return chk.nf.set_alibi_slopes(spec.with_(kernel="alibi").build(), [0.5, 0.501 + delta]), \
+            *real(kind, spec, delta)[1:]
+
+    real = chk.violated
+    monkeypatch.setattr(chk, "violated", lambda kind, spec, delta: offset(kind, spec, delta)
+                        if kind == "alibi-slopes" else real(kind, spec, delta))
+    v = chk.evaluate_2_2(StackSpec(T=16, d=8, layers=2, heads=2, kernel="causal", seed=0), CTX)
+    assert v.status == "fails" and "does not commute" in v.reason
 
 
 def test_2_2_fails_when_the_unbroken_stack_is_not_block_diagonal(monkeypatch):
