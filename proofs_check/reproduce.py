@@ -93,6 +93,9 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
 
             text_73 = text_experiment.recorded()
             ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_73)}
+            from proofs_check import trained_findings
+
+            ledger["trained"] = trained_findings.findings(results["matrix"])
             write_json(out / "ledger.json", ledger)
             from proofs_check.matrix import matrix_section
 
@@ -100,6 +103,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
                                                                                 figures=["claims_matrix"])
             extra += scale_section([results["scale"], *recorded_scale_runs()])
             extra += sweep_section(figures_dir)
+            extra += trained_findings.report_section(ledger["trained"])
             extra += text_experiment.report_section(text_73, figures_dir)
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
