@@ -204,8 +204,8 @@ def matrix_free_verdict(claim_id: str, spec):
     try:
         result = scale.SCALE_FORMS[claim_id](_scale_run(spec))
     except CheckpointError as exc:
-        return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form (T·d = {spec.T * spec.d} > "
-                                f"{DENSE_FEATURES}, too large for the dense one) cannot run on one checkpoint: {exc}",
+        return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
+                                f"{spec.T * spec.d} > {DENSE_FEATURES})",
                                 spec=spec.as_dict(), seconds=time.perf_counter() - start)
     status = "holds" if decide(result) == "verified" else "fails"
     measured = {"form": "matrix-free", "numeric": result.numeric.detail,
@@ -231,7 +231,7 @@ def format_stack_table(ledger: dict) -> str:
                else "-")
         why = (c.get("reason") or v.get("condition") or "")
         form = (v.get("measured") or {}).get("form", "-")
-        rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:70]))
+        rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:100]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     table.insert(1, "  ".join("-" * w for w in widths))

@@ -84,6 +84,12 @@ def _slope(x1, y1, x2, y2) -> float:
     return math.log(y2 / y1) / math.log(x2 / x1)
 
 
+#: The stack variants a scale form may build from the preset, beyond the preset itself.
+VARIANTS = {"full-slow": "the full kernel with a slow path", "causal-slow": "a slow path",
+            "saturating": "value_scale = 20 weights, past the saturation depth",
+            "contractive": "a slow path and contractive weights"}
+
+
 @dataclass
 class ScaleRun:
     """The preset's stacks, reference and shared derivatives, built once and reused by the claims."""
@@ -135,8 +141,8 @@ class ScaleRun:
     # -- the preset's (causal) stack, its reference and its action --------------------------
     def stack(self, variant: str = "preset"):
         if variant != "preset" and self.spec.checkpoint is not None:
-            raise CheckpointError(f"the scale form builds the stack variant {variant!r} (another kernel, a slow "
-                                  "path or other weights), which the checkpoint does not hold")
+            raise CheckpointError(f"needs the stack variant {variant!r} ({VARIANTS[variant]}), which the "
+                                  "checkpoint does not hold")
         specs = {
             "preset": self.spec,
             "full-slow": self.spec.with_(kernel="full", P=self._block(), knobs={"value_scale": 1.0}),
