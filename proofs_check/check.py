@@ -151,7 +151,9 @@ def evaluate_trained(claim_id: str, spec, ctx):
     A claim stated at the token-homogeneous reference (``on_stack.HOMOGENEOUS_REFERENCE``) is
     n/a, not run, when the trained gates move the trajectory from 1x̄ᵀ off the homogeneous set
     (``on_stack.reference_spread`` above its rounding tolerance): the theorem's condition does not
-    hold on these weights.  The reason names the measured spread and the gates."""
+    hold on these weights.  The reason names the measured spread and the gates.
+
+    Above :data:`DENSE_FEATURES` a claim with a scale form is evaluated by it (:func:`matrix_free_verdict`)."""
     from numerics.stack import random_xbar
     from proofs_check import on_stack
     from proofs_check import scale

@@ -255,16 +255,18 @@ def control_masses(deltas, kind, spec: StackSpec | None = None):
     """Relative off-block mass of J̃ = (S⁻¹⊗I) J (S⊗I) vs δ for one broken condition (``violated``), on
     the stack ``spec`` names (its weights: a checkpoint's when it has one; default :data:`VIOLATION_SPEC`)."""
     spec = spec or VIOLATION_SPEC
-    out = []
-    for delta in deltas:
-        model, X, A = violated(kind, spec, delta)
-        _, S = nf.eigenbasis(A)
-        J = nf.stack_jacobian(model, X).detach()
-        out.append(nf.off_block_mass(nf.to_mode_coordinates(J, S, spec.d), spec.T, spec.d))
-    return out
+    return [_off_block_mass(spec, *violated(kind, spec, delta))[0] for delta in deltas]
+
+
+def _off_block_mass(spec: StackSpec, model, X, A) -> tuple[float, float]:
+    """(relative off-block mass of J̃ in A's eigenbasis S, cond(S))."""
+    _, S = nf.eigenbasis(A)
+    J = nf.stack_jacobian(model, X).detach()
+    return nf.off_block_mass(nf.to_mode_coordinates(J, S, spec.d), spec.T, spec.d), float(torch.linalg.cond(S))
 
 
 CONTROL_KINDS = ("inhomogeneous", "token-mixing", "alibi-slopes")
+MAX_DELTA = 1e-2         # the largest violation tried (the variants' grid ends there too)
 LINEAR_MASS = 1e-2       # top of the δ grid: the off-block part ≤ 1 % of J̃, so the mass is c·δ to O((cδ)²)
 FLOOR_MARGIN = 1e3       # bottom of the grid: the mass ≥ 1e3 × its float64 floor (the mass at δ = 0)
 PROBE_DELTA = 1e-8
@@ -282,8 +284,8 @@ def violation_deltas(kind, spec: StackSpec, points: int):
     δ = 1e-8, moved up or down until its mass is in range.  The grid is three decades, or fewer when the
     floor leaves less; under one decade the violation is not resolvable at this size.
     """
-    floor = control_masses([0.0], kind, spec)[0]
-    bound = 64 * EPS64 * float(torch.linalg.cond(nf.eigenbasis(violated(kind, spec, 0.0)[2])[1]))
+    floor, cond_S = _off_block_mass(spec, *violated(kind, spec, 0.0))
+    bound = 64 * EPS64 * cond_S
     if floor > bound:
         return None, (f"{kind}: off-block mass {floor:.1e} at δ = 0, above float64 rounding 64 eps cond(S) = "
                       f"{bound:.1e}: the unbroken stack is not block diagonal"), False
@@ -300,14 +302,12 @@ def violation_deltas(kind, spec: StackSpec, points: int):
         return None, (f"{kind}: no probe δ gives a mass between {FLOOR_MARGIN:g}× its rounding floor {floor:.1e} "
                       f"(≤ 64 eps cond(S) = {bound:.1e}) and {LINEAR_MASS:g}"), True
     c = m / probe
-    hi = min(1e-2, LINEAR_MASS / c)
+    hi = min(MAX_DELTA, LINEAR_MASS / c)
     lo = max(hi * 1e-3, FLOOR_MARGIN * floor / c)
     if hi / lo < 10:
         return None, (f"{kind}: the rounding floor {floor:.1e} at δ = 0 (≤ 64 eps cond(S) = {bound:.1e}) leaves less "
                       f"than one decade below the linear limit c·δ = {LINEAR_MASS:g} (c = {c:.2e})"), True
     return np.logspace(np.log10(lo), np.log10(hi), points), None, True
-
-
 
 
 def _violation_specs(arch, ctx):
@@ -323,7 +323,7 @@ def commutator_row(kind, spec: StackSpec, points: int) -> dict:
     diagonal of a causal softmax kernel, 1/Σ_s e^(score)), so the commutator is zero exactly when the
     mode coordinates are block diagonal, and it is first order in δ like the mass; it needs no S, so its
     float64 floor is a T·d-term rounding, ≤ EXACT at δ = 0."""
-    deltas = np.logspace(-5, -2, points)
+    deltas = np.logspace(-5, np.log10(MAX_DELTA), points)
     values = []
     for delta in [0.0, *deltas]:
         model, X, A = violated(kind, spec, float(delta))
@@ -341,14 +341,15 @@ def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
     (≥ 2 heads); a variant: (a), with the same modules for (b), (c)."""
     if spec.arch == "preln":
         rows, worst, broken = [], 0.0, []
+        points = 4 if ctx.quick else 7
         for kind in CONTROL_KINDS if spec.heads >= 2 else CONTROL_KINDS[:2]:
-            deltas, why, rounding = violation_deltas(kind, spec, 4 if ctx.quick else 7)
+            deltas, why, rounding = violation_deltas(kind, spec, points)
             if deltas is None and not rounding:
                 broken.append(why)
                 rows.append({"violation": kind, "broken": why})
                 continue
             if deltas is None:  # the eigenbasis cannot resolve it: the commutator, which needs no eigenvectors
-                row = commutator_row(kind, spec, 4 if ctx.quick else 7)
+                row = commutator_row(kind, spec, points)
                 row["eigenbasis"] = why
                 if row["at δ=0"] > EXACT:
                     broken.append(f"{kind}: ‖[J, A⊗I]‖/‖J‖ = {row['at δ=0']:.1e} at δ = 0 > {EXACT:g}: the unbroken "
@@ -390,7 +391,8 @@ def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
 @claim("2.2", title="Conditions of the factorisation; residual linear in each violation", family="factorisation",
        statement="Breaking (a) homogeneity, (b) token-wise sublayers or (c) commuting kernels by δ gives "
                  "off-block mass ∝ δ (fitted slope 1).",
-       assumptions=["causal (a, b) / ALiBi 2 heads (c)", "T=6, d=8, 3 layers", "δ ∈ [1e-5, 1e-2]"],
+       assumptions=["causal (a, b) / ALiBi 2 heads (c)", "T=6, d=8, 3 layers",
+                    "δ grid per violation: c·δ ≤ 1e-2 and ≥ 1e3 × the mass's float64 floor, δ ≤ 1e-2"],
        tests=["tests/test_factorisation.py::test_violations_slope_one"],
        control="at δ = 0 each variant is block diagonal to float64 (the slope-1 residual vanishes)",
        figure="factorisation_controls")
