@@ -251,11 +251,22 @@ def cmd_matrix(args) -> int:
     return 0
 
 
+def package_version() -> str:
+    """The installed fastslow distribution's version (pyproject.toml's `version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fastslow")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="fastslow",
         description="Verify the claims of 'Attention is Just Another Name for Coupling?' "
                     "(arXiv 2606.16730) symbolically, by generated code, and by simulation.")
+    parser.add_argument("--version", action="version", version=f"fastslow {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("derive", help="regenerate numerics/generated/ from the SymPy derivations")

@@ -54,3 +54,12 @@ def test_argparse_rejects_non_finite_and_unknown(argv, capsys):
 def test_cuda_without_cuda_is_an_error(capsys):
     assert main(["simulate", "--device", "cuda"]) == 2
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_version_names_the_installed_distribution(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fastslow {version('fastslow')}"
