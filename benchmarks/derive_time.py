@@ -5,7 +5,7 @@ with an empty temporary cache folder (so SymPy does all the work, and nothing in
 repository is written); ``warm``: a second fresh process repeats it with the now-filled
 cache, which is what a developer sees on a second `fastslow derive`.  Each is reported as
 the whole process's wall time (imports included, as on the command line) and as the time
-spent inside ``theory.derive.derive``.
+spent inside ``proofs_check.derive.derive``.
 
 ``check_seconds_per_claim``: the ledger's own per-claim wall time from
 ``proofs_check.check.run_checks`` in quick mode (the CI sizes).
@@ -28,7 +28,7 @@ FAMILIES: list[str] | None = None  # None: every family (as `fastslow derive`)
 _CHILD = """
 import json, sys, time
 start = time.perf_counter()
-from theory.derive import derive
+from proofs_check.derive import derive
 report = derive(json.loads(sys.argv[3]), out_dir=sys.argv[1], cache_dir=sys.argv[2], check=False, progress=False)
 inner = time.perf_counter() - start
 print({tag!r} + json.dumps({{"ok": report.ok, "inner_seconds": inner,

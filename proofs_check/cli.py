@@ -85,7 +85,7 @@ def _device(name: str) -> str:
 
 
 def cmd_derive(args) -> int:
-    from theory.derive import derive
+    from proofs_check.derive import derive
 
     report = derive(families=args.family or None, check=args.check, progress=not args.no_progress)
     print(report)
@@ -174,15 +174,6 @@ def cmd_simulate(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
-    from benchmarks.run import run_benchmarks
-
-    results = run_benchmarks(quick=args.quick, device=_device(args.device))
-    if args.json:
-        write_json(args.json, results)
-    return 0
-
-
 def cmd_reproduce(args) -> int:
     from proofs_check.reproduce import reproduce
 
@@ -259,6 +250,15 @@ def package_version() -> str:
         return version("fastslow")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def add_plugin_commands(sub) -> None:
+    """Add the commands that packages above the application register (``bench`` from
+    `benchmarks`) under the ``fastslow.commands`` entry points: the CLI never imports them."""
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group="fastslow.commands"), key=lambda e: e.name):
+        entry.load()(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -342,11 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the summary as JSON ('-': stdout)")
     p.set_defaults(run=cmd_simulate)
 
-    p = sub.add_parser("bench", help="benchmarks, each a ratio against a baseline timed in the same run")
-    p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--json", metavar="PATH", type=output_file, help="write the results as JSON ('-': stdout)")
-    p.add_argument("--device", choices=DEVICES, default="cpu")
-    p.set_defaults(run=cmd_bench)
+    add_plugin_commands(sub)
 
     p = sub.add_parser("mutate", help="theory, source and code mutants: is each deliberate mistake caught? "
                                        "(mutation scores)")

@@ -45,7 +45,7 @@ from theory.codegen.render import HEADER_MARK
 REPO_ROOT = Path(theory.__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "numerics" / "generated"
 CACHE_DIR = REPO_ROOT / ".fastslow-cache"
-_NOT_FAMILIES = {"codegen", "derive"}
+_NOT_FAMILIES = {"codegen"}
 _CACHE_MARK = "# fastslow-cache"
 
 

@@ -41,7 +41,7 @@ def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: 
     from proofs_check.ledger import CheckContext
     from proofs_check.progress import track
     from proofs_check.report import derivations, render_html, render_markdown
-    from theory.derive import derive
+    from proofs_check.derive import derive
 
     figures_dir = out / "figures"
     cache_dir = out / "cache"
