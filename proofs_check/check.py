@@ -36,11 +36,26 @@ def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profi
     ids = params.claim_ids or list(CLAIM_IDS)
     seed = check_seed(profile, seed)
     ctx = CheckContext(device=device, profile=profile, quick=quick, seed=seed, cache_dir=cache_dir)
-    claims = [run_claim(cid, ctx)
+    claims = [with_standing(run_claim(cid, ctx))
               for cid in track(ids, "check claims", unit="claim", label=_claim_label, enabled=progress)]
     return {"claims": claims, "environment": environment(device),
             "options": {"profile": profile, "quick": quick, "seed": seed,
                         "reproduce": f"--profile {profile} --seed {seed}"}}
+
+
+def with_standing(record: dict) -> dict:
+    """The record with the standing its evidence supports (``proofs_check.standing.reconcile``): the
+    declared one, or "fails in the paper's setting" when the check found that, with any conflict named."""
+    from proofs_check.standing import reconcile
+
+    declared = record.get("standing")
+    if declared is None:
+        return record
+    standing, conflict = reconcile(declared, record.get("paper_setting") or "", record["status"])
+    record.update(declared_standing=declared, standing=standing)
+    if conflict:
+        record["standing_conflict"] = conflict
+    return record
 
 
 def _claim_label(cid: str) -> str:
@@ -62,20 +77,25 @@ def shorten(text: str, width: int = TITLE_WIDTH) -> str:
 
 
 def format_table(ledger: dict) -> str:
-    """Plain-text ledger: claim, symbolic, numeric error vs tolerance, control, status; then the run's
-    profile and sizes (the symbolic step count depends on them: ``thorough`` and full sizes prove more)."""
-    rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "status", "s")]
+    """Plain-text ledger, opening with what each verdict means (``proofs_check.standing``: kind,
+    setting, status, one-line finding); then claim, symbolic, numeric error vs tolerance, control, the
+    mechanical decision; then the run's profile and sizes (the symbolic step count depends on them:
+    ``thorough`` and full sizes prove more)."""
+    from proofs_check.standing import format_summary, ledger_word
+
+    rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "ledger", "s")]
     for c in ledger["claims"]:
         sym = f"{c['symbolic']['proved']}/{c['symbolic']['steps']}"
         num = c.get("numeric")
         num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e} ({num['cases']})" if num else "-"
         ctl = c["control"]["status"] if c.get("control") else "-"
         flag = " (recon.)" if c.get("reconstruction") else ""
-        rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, c["status"],
+        rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, ledger_word(c),
                      f"{c.get('seconds', 0):.1f}"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    lines[:0] = [format_summary(ledger), ""]
     counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
     opts = ledger.get("options", {})
     sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"

@@ -82,6 +82,7 @@ class ClaimResult:
     control: ControlResult
     notes: str = ""
     finding: str = ""  # a stated counterexample or condition the paper's statement needs
+    paper_setting: str = ""  # the claim in the paper's setting: "" (not run apart), "holds", "fails" (proofs_check.standing)
 
 
 @dataclass
@@ -97,6 +98,11 @@ class Claim:
     control: str
     figure: str | None
     check: Callable | None = None
+    kind: str | None = None        # identity | lemma | prediction | experiment (proofs_check.standing)
+    setting: str | None = None     # "paper" or the suite-chosen setting, named
+    standing: str | None = None    # proofs_check.standing.STANDINGS
+    condition: str | None = None   # the condition the paper does not state, when the standing names one
+    headline: str | None = None    # the finding in one line, for the summary
 
 
 @dataclass
@@ -124,18 +130,26 @@ CLAIMS: dict[str, Claim] = {}
 
 def claim(id: str, *, title: str, family: str, statement: str, assumptions: list[str],
           reconstruction: bool = False, generated: list[str] = (), tests: list[str] = (),
-          control: str, figure: str | None = None):
-    """Register the decorated function as the check of claim ``id``."""
+          control: str, figure: str | None = None, kind: str | None = None, setting: str | None = None,
+          standing: str | None = None, condition: str | None = None, headline: str | None = None):
+    """Register the decorated function as the check of claim ``id``, with what its verdict means
+    (``kind``, ``setting``, ``standing``, ``condition``, ``headline``: ``proofs_check.standing``)."""
     if id not in CLAIM_IDS:
         raise ValueError(f"claim id {id!r} is not in docs/theory.md ({', '.join(CLAIM_IDS)})")
     if CLAIM_IDS[id] != family:
         raise ValueError(f"claim {id} belongs to family {CLAIM_IDS[id]!r}, not {family!r}")
+    if (kind, setting, standing) != (None, None, None):
+        from proofs_check.standing import validate_declaration
+
+        validate_declaration(id, kind=kind, setting=setting, standing=standing, condition=condition,
+                             reconstruction=reconstruction)
 
     def register(fn):
         CLAIMS[id] = Claim(id=id, title=title, family=family, statement=statement,
                            assumptions=list(assumptions), reconstruction=reconstruction,
                            generated=list(generated), tests=list(tests), control=control,
-                           figure=figure, check=fn)
+                           figure=figure, check=fn, kind=kind, setting=setting, standing=standing,
+                           condition=condition, headline=headline)
         return fn
 
     return register
@@ -186,6 +200,7 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
                  "tolerance": result.numeric.tolerance, "detail": result.numeric.detail,
                  "table": result.numeric.table},
         control={"status": result.control.status, "detail": result.control.detail},
-        notes=result.notes, finding=result.finding, seconds=time.perf_counter() - start,
+        notes=result.notes, finding=result.finding, paper_setting=result.paper_setting,
+        seconds=time.perf_counter() - start,
     )
     return record

@@ -13,6 +13,7 @@ from numerics import depth_flow as nd
 from numerics.factorisation import stack_jacobian
 from numerics.jacobians import flat_jacobian, loglog_slope, reference_input, step_jacobians
 from numerics.spec import StackSpec
+from proofs_check.standing import HOLDS, PAPER
 from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, claim, symbolic_steps
 from proofs_check.on_stack import EXACT, Verdict, evaluate, matrix_spec, on_stack, shrink
 from theory import depth_flow as th
@@ -138,7 +139,9 @@ def scalar_constant_error(a0=0.5, a1=1.0, x0=1.0, Ls=(512, 1024)):
               "tests/test_depth_flow.py::test_ledger_catches_wrong_sublayer_input",
               "tests/test_depth_flow.py::test_ledger_1_1_catches_attention_without_its_score_scale"],
        control="i.i.d. untied weights: ‖X_L − X_0‖ ≈ σ_F h^(1/2) (slope 0.5, not 1), σ_F² = E‖F(θ, X_0)‖²",
-       figure="euler_convergence")
+       figure="euler_convergence",
+       kind='prediction', setting=PAPER, standing=HOLDS,
+       headline='error at t = 1 falls like 1/L (slope ≈ 1) when the weights lie on a smooth path in depth; i.i.d. weights (as at initialisation) give slope 1/2, so the claim describes a stack only as far as its weights are smooth in depth')
 def check_1_1(ctx) -> ClaimResult:
     verdicts = [evaluate("1.1", s, ctx) for s in _euler_specs("preln", ctx)]
     C, rich, scalar_err, scalar_tol = scalar_constant_error()
@@ -242,7 +245,9 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
        statement="J = J_{L−1} ⋯ J_0 (layer Jacobians at the visited states), float64, 1e-12 relative.",
        assumptions=["float64", "random untied stack at a random (inhomogeneous) state"],
        tests=["tests/test_depth_flow.py::test_chain_rule", "tests/test_depth_flow.py::test_reversed_order_fails"],
-       control="reversed product J_0 ⋯ J_{L−1}: differs by h²Σ_{i<j}[M_i, M_j] + O(h³)", figure=None)
+       control="reversed product J_0 ⋯ J_{L−1}: differs by h²Σ_{i<j}[M_i, M_j] + O(h³)", figure=None,
+       kind='identity', setting=PAPER, standing=HOLDS,
+       headline='the chain rule: J equals the depth-ordered product of layer Jacobians to rounding for any weights and state (checked against autograd, itself the chain rule)')
 def check_1_2(ctx) -> ClaimResult:
     specs = _chain_specs("preln", ctx)
     verdicts = [evaluate("1.2", s, ctx) for s in specs]

@@ -10,6 +10,7 @@ import numpy as np
 import sympy as sp
 
 from numerics.spec import StackSpec
+from proofs_check.standing import HOLDS
 from proofs_check.ledger import (
     ClaimResult,
     ControlResult,
@@ -44,7 +45,9 @@ def _step(name: str, proved: bool, method: str = "simplify", detail: str = "") -
                   for what in ("rhs", "jac", "phi0", "phi1", "phi2", "reduced")],
        tests=["tests/test_slow_manifold.py::test_slopes_radau", "tests/test_slow_manifold.py::test_repelling_control",
               "tests/test_slow_manifold.py::test_ledger_6_1_fails_when_radau_and_recurrence_disagree"],
-       control="repelling fast subsystem (f_x = +1 on the branch φ₀ = y): the distance is the predicted gap to the attracting branch y + 1", figure="slow_manifold_convergence")
+       control="repelling fast subsystem (f_x = +1 on the branch φ₀ = y): the distance is the predicted gap to the attracting branch y + 1", figure="slow_manifold_convergence",
+       kind='lemma', setting='hand-set small systems along tokens, ε = 1/P', standing=HOLDS,
+       headline='dist(x, φ^(k)(y)) = O(ε^(k+1)) after the boundary layer on the model systems; a statement along tokens, not depth, and no stack enters')
 def check_6_1(ctx) -> ClaimResult:
     from numerics import slow_manifold as nm
 
@@ -168,7 +171,9 @@ def _repelling_control(ctx):
        generated=["numerics.generated.slow_manifold.chain3_stationary", "numerics.generated.slow_manifold.chain3_rhs"],
        tests=["tests/test_slow_manifold.py::test_stationary_mpmath", "tests/test_slow_manifold.py::test_reducible_control",
               "tests/test_slow_manifold.py::test_ledger_6_2_fails_on_a_wrong_stationary_distribution"],
-       control="reducible Q with two closed classes (nullspace dimension 2): the two limits differ by the predicted gap", figure="stationary_distribution")
+       control="reducible Q with two closed classes (nullspace dimension 2): the two limits differ by the predicted gap", figure="stationary_distribution",
+       kind='lemma', setting='2- and 3-state generators Q(y)', standing=HOLDS,
+       headline='φ₀ is the stationary distribution of Q(y); a trained block is not a generator, so this is a structured limit, not a statement about trained networks')
 def check_6_2(ctx) -> ClaimResult:
     from numerics import slow_manifold as nm
 
@@ -316,7 +321,9 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
        tests=["tests/test_slow_manifold.py::test_flops_exact",
               "tests/test_slow_manifold.py::test_flop_parts_move_the_ledger"],
        control="the whole attention module's ratio is not P² when projections dominate (d ≫ T/P)",
-       figure="slow_path_cost")
+       figure="slow_path_cost",
+       kind='lemma', setting="matmul FLOP count (FlopCounterMode's convention), d ≥ 2", standing=HOLDS,
+       headline='slow scores and mixing cost P² less, projections P less; the whole attention layer saves about P, not P²')
 def check_6_3(ctx) -> ClaimResult:
     from numerics import cost
 

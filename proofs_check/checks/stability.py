@@ -10,6 +10,7 @@ import torch
 from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
 from numerics.spec import StackSpec
+from proofs_check.standing import RECONSTRUCTION
 from proofs_check.ledger import (
     ClaimResult,
     ControlResult,
@@ -226,7 +227,9 @@ FORMULA_TOL = 1e-12
               "tests/test_stability.py::test_interval_enclosure_contains_root",
               "tests/test_stability.py::test_ledger_5_1_fails_on_a_broken_slow_branch_map"],
        control="aligned systems at g*(1+δ): the product expands by exactly exp S(g) > 1",
-       figure="stability_region")
+       figure="stability_region",
+       kind='prediction', setting='stacks damped by residual decay α = 2 and LN gain 0.2 (μ > 0); undamped pre-LN stacks have μ ≤ 0', standing=RECONSTRUCTION,
+       headline='g* certified by interval arithmetic on damped stacks; an undamped pre-LN stack has margin μ ≤ 0, so no gate is certified there; the gated map G_ℓ + h g K_ℓ is rebuilt')
 def check_5_1(ctx) -> ClaimResult:
     steps = [_step(f"S per-layer term: {name}", ok) for name, ok in th.monotonicity_steps().items()]
     steps.append(_step("small-h form = Newton step from 0 = μ/mean(k/a) (every L)", th.closed_form_identity()))
@@ -357,7 +360,9 @@ def _condition_error(A: torch.Tensor, K: torch.Tensor, h: float, kind: str) -> f
               "tests/test_stability.py::test_jury_radius_matches_spectral_radius",
               "tests/test_stability.py::test_misaligned_bound_is_conservative"],
        control="misaligned 2×2 systems: the norm bound is strictly conservative by the Jury-predicted ratio",
-       figure="bound_conservativeness")
+       figure="bound_conservativeness",
+       kind='lemma', setting='aligned G_ℓ, K_ℓ systems; 2×2 depth-autonomous systems', standing=RECONSTRUCTION,
+       headline='the bound is exact for aligned systems and conservative elsewhere (Jury / Routh–Hurwitz boundaries for 2×2); no stack enters')
 def check_5_2(ctx) -> ClaimResult:
     steps = [_step("aligned product: diagonal, top entry = exp S(g), dominates", th.aligned_product_norm_identity())]
     steps += [_step(f"2×2 boundary: {n}", ok) for n, ok in th.boundary_checks().items()]
