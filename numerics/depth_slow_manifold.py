@@ -1,0 +1,117 @@
+"""The depth clock of Claim 6.4 (docs/theory.md §6): the decaying bundle against the persistent drift.
+
+At the token-homogeneous reference (gate 0) the decaying modes λ of the frozen kernel shrink,
+relative to the persistent mode, by the clock factor q_ℓ(λ) = λ + (1 − λ)(1 − hα)/g_ℓ per layer,
+where g_ℓ = σ̃_{ℓ+1}/σ̃_ℓ is the growth of the reference token's feature spread σ̃ = √var x̄
+(``numerics.generated.depth_slow_manifold``).  The clock needs the reference trajectory of one
+d-vector — no layer Jacobians and no products — and equals the measured mode ratio
+r_ℓ(λ) = ‖G_{≤ℓ}(λ)‖/‖G_{≤ℓ}(1)‖ (Claim 3.1's) exactly for the *ideal* layer (W_VO = c·I, γ₁ = γ̄·1,
+β₁ = 0, no MLP).  :func:`ideal_path` builds the stacks θ(η) = θ_ideal + η(θ − θ_ideal) between the
+ideal layer and a drawn one.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+
+from numerics import coarse_graining as ncg
+from numerics.generated import depth_slow_manifold as gen
+from numerics.stack import Stack
+
+
+def reference_spread(stack: Stack, xbar: torch.Tensor) -> torch.Tensor:
+    """σ̃_ℓ = √(var x̄_ℓ) (biased variance over features) for ℓ = 0..L, shape (L + 1,)."""
+    ref = stack.reference_trajectory(xbar).detach()
+    return ((ref - ref.mean(-1, keepdim=True)) ** 2).mean(-1).sqrt()
+
+
+def _scalar(value, like: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(float(value), dtype=like.dtype, device=like.device)
+
+
+def clock_ratios(stack: Stack, xbar: torch.Tensor, lams) -> torch.Tensor:
+    """r̂_ℓ(λ) = Π_{m≤ℓ} q_m(λ) for ℓ = 0..L−1 and every λ in ``lams``: shape (L, K)."""
+    sig = reference_spread(stack, xbar)
+    growth = (sig[1:] / sig[:-1])[:, None]                          # (L, 1)
+    lam = torch.as_tensor(lams, dtype=sig.dtype, device=sig.device)[None, :]
+    q = gen.clock_factor(lam, growth, _scalar(stack.h, sig), _scalar(stack.config.decay, sig))
+    return torch.cumprod(q, dim=0)
+
+
+def clock_power_ratios(stack: Stack, xbar: torch.Tensor, lams) -> torch.Tensor:
+    """The continuous-depth clock (σ̃_{ℓ+1}/σ̃_0)^{−(1 − λ)}, shape (L, K) (α = 0)."""
+    sig = reference_spread(stack, xbar)
+    lam = torch.as_tensor(lams, dtype=sig.dtype, device=sig.device)[None, :]
+    return gen.clock_power(lam, (sig[1:] / sig[0])[:, None])
+
+
+def measured_ratios(stack: Stack, xbar: torch.Tensor) -> tuple[list[float], torch.Tensor]:
+    """(decaying λ, r_ℓ(λ) (L, K)) from the generated mode products of Claims 2.1/3.1."""
+    modes, _ = ncg.kernel_modes(stack.frozen_kernel())
+    ratios = ncg.mode_ratios(ncg.mode_products(ncg.mode_blocks(stack, xbar, modes)))
+    return [m.lam for m in modes[1:]], ratios.detach()
+
+
+def depth_epsilon(lams) -> float:
+    """ε = max_λ 1/(1 − λ) over the decaying eigenvalues (the slowest decaying mode λ₂)."""
+    lam = torch.as_tensor(lams, dtype=torch.float64)
+    return float(gen.depth_epsilon(lam).max())
+
+
+def effective_exponent(ratios: torch.Tensor, spread: torch.Tensor) -> float:
+    """Least-squares slope of log r_ℓ against log(σ̃_{ℓ+1}/σ̃_0) over the layers (the clock predicts
+    −(1 − λ)); ``ratios`` (L,), ``spread`` (L + 1,)."""
+    x = torch.log(spread[1:] / spread[0])
+    y = torch.log(ratios)
+    xc = x - x.mean()
+    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
+
+
+def ideal_path(stack: Stack, eta: float) -> Stack:
+    """A copy of ``stack`` on θ(η) = θ_ideal + η(θ − θ_ideal): the value path's noise W_V − √c E,
+    W_O − √c Eᵀ (c = value_scale, E the head blocks of I, so that W_VO = c·I at η = 0), the LN₁
+    gains' spread γ₁ − γ̄ (γ̄ = ln_gain), β₁ and the MLP's output weights W₂, b₂ scaled by η.
+    W_Q, W_K, LN₂ and W₁, b₁ are kept (invisible at the reference, or multiplied by W₂ = 0).
+
+    Needs i.i.d. drawn weights (``weight_path=None``): on the smooth path the identity part of
+    W_V varies with depth."""
+    cfg = stack.config
+    if cfg.weight_path is not None:
+        raise ValueError(f"weight_path={cfg.weight_path!r}: ideal_path needs i.i.d. drawn layers (weight_path=None)")
+    if not math.isfinite(eta) or eta < 0:
+        raise ValueError(f"eta={eta!r} must be a finite number ≥ 0")
+    out = copy.deepcopy(stack)
+    d, heads, dk = cfg.d, cfg.heads, cfg.d_k
+    root_c = math.sqrt(cfg.value_scale)
+    like = next(out.parameters())
+    E = torch.eye(d, dtype=like.dtype, device=like.device).reshape(d, heads, dk).permute(1, 0, 2)
+    with torch.no_grad():
+        for layer in out.layers:
+            a = layer.attn
+            a.W_V.copy_(root_c * E + eta * (a.W_V - root_c * E))
+            a.W_O.copy_(root_c * E.transpose(1, 2) + eta * (a.W_O - root_c * E.transpose(1, 2)))
+            layer.ln1.gamma.copy_(cfg.ln_gain + eta * (layer.ln1.gamma - cfg.ln_gain))
+            layer.ln1.beta.mul_(eta)
+            layer.mlp.W2.mul_(eta)
+            layer.mlp.b2.mul_(eta)
+    return out
+
+
+def saturation_depths(measured: torch.Tensor, predicted: torch.Tensor, tau: float) -> tuple[int | None, int | None]:
+    """ℓ*(τ) from the measured worst ratio and from the clock's (Claim 3.1's definition)."""
+    return (ncg.first_saturated_layer(measured.max(dim=1).values, tau),
+            ncg.first_saturated_layer(predicted.max(dim=1).values, tau))
+
+
+def alibi_stack(slope: float, **kw) -> Stack:
+    """A one-head ALiBi stack with score penalty −slope·(i − j): its frozen kernel is triangular with
+    eigenvalues λ_k = (1 − e^{−m})/(1 − e^{−m(k+1)}), so λ₂ = 1/(1 + e^{−m}) → 1 as the slope m grows
+    (the spectral gap 1 − λ₂ closes)."""
+    from numerics.factorisation import set_alibi_slopes
+    from numerics.stack import random_stack
+
+    stack = random_stack(kernel="alibi", heads=1, **kw)
+    return set_alibi_slopes(stack, [slope])
