@@ -8,7 +8,10 @@ A checkpoint is a folder::
                              (tensors, numbers and lists only: loaded with weights_only=True)
 
 A save writes the new tensor file first, then the manifest that points at it (each
-atomically: temp file, fsync, rename), then removes the older tensor files.  At every
+atomically: temp file, fsync, rename), then removes the tensor file the previous manifest
+named (the only file a save removes: a ``weights-*.pt`` the folder's manifest never named is
+left alone).  The folder is claimed first (:func:`claim`): new, empty, a checkpoint folder
+already, or refused with the file that makes it someone else's.  At every
 moment the manifest names a complete tensor file whose hash it records, so a run killed
 at any point resumes from its last save.  A file that does not parse, a hash that does
 not match or a manifest of another kind is a :class:`CheckpointError` naming the file.
@@ -92,21 +95,36 @@ def load(path: str | os.PathLike) -> tuple[dict, dict]:
     return tensors, manifest
 
 
+def _is_checkpoint(folder: Path) -> bool:
+    try:
+        read_manifest(folder)
+    except CheckpointError:
+        return False
+    return True
+
+
+def claim(path: str | os.PathLike, *, name: str = "checkpoint", lock: bool = True):
+    """Claim checkpoint folder ``path`` for writing (``proofs_check.outdir.claim``, as ``train``'s):
+    a context manager; InvalidInput naming ``name`` for a folder that holds files of another."""
+    from proofs_check import outdir
+
+    return outdir.claim(path, "train", name=name, adopt=_is_checkpoint, lock=lock)
+
+
 def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
     """Write ``tensors`` and ``manifest`` (without its format/weights/sha256 fields, which this fills)."""
     from proofs_check.io import atomic_path, write_json
 
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    name = f"weights-{int(manifest['step']):08d}.pt"
-    with atomic_path(folder / name) as tmp:
-        torch.save(tensors, tmp)
-    full = {"format": FORMAT, "version": VERSION, **manifest, "weights": name,
-            "sha256": sha256_file(folder / name)}
-    write_json(folder / MANIFEST, full)
-    for old in folder.glob("weights-*.pt"):
-        if old.name != name:
-            old.unlink(missing_ok=True)
+    with claim(path, lock=False) as folder:
+        name = f"weights-{int(manifest['step']):08d}.pt"
+        previous = read_manifest(folder)["weights"] if _is_checkpoint(folder) else None
+        with atomic_path(folder / name) as tmp:
+            torch.save(tensors, tmp)
+        full = {"format": FORMAT, "version": VERSION, **manifest, "weights": name,
+                "sha256": sha256_file(folder / name)}
+        write_json(folder / MANIFEST, full)
+        if previous is not None and previous != name:
+            (folder / previous).unlink(missing_ok=True)
 
 
 def load_weights(stack: torch.nn.Module, path: str | os.PathLike) -> torch.nn.Module:

@@ -159,17 +159,28 @@ def torch_threads(n: int):
 
 def fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tensor],
         validation: torch.Tensor, *, identity: dict, checkpoint: str | os.PathLike | None = None,
-        checkpoint_every: int = 50, stop_after: int | None = None, progress: bool = False,
-        desc: str = "train", extra_manifest: dict | None = None, device: str | torch.device = "cpu",
-        eval_batch: int = 256, monitor: Callable[[nn.Module], dict] | None = None) -> dict:
+        **kwargs) -> dict:
     """Train ``model`` for ``opt_cfg.steps`` steps on ``batch(step)`` (int64 tokens (B, T));
     return the curves.
 
     ``validation`` (N, T) is scored every ``eval_every`` steps and at the end.  With
-    ``checkpoint`` (a folder) the run resumes from it when it holds a save of the same
-    ``identity`` (else CheckpointError), saves every ``checkpoint_every`` steps and at the
-    end.  ``stop_after`` ends the call early at that step (an interruption, for tests).
+    ``checkpoint`` (a folder) the run claims the folder (``numerics.checkpoint.claim``: locked
+    for this run; a folder of someone else's files is refused), resumes from it when it holds
+    a save of the same ``identity`` (else CheckpointError), saves every ``checkpoint_every``
+    steps and at the end.  ``stop_after`` ends the call early at that step (an interruption,
+    for tests).
     """
+    if checkpoint is None:
+        return _fit(model, opt_cfg, batch, validation, identity=identity, checkpoint=None, **kwargs)
+    with ckpt.claim(checkpoint):
+        return _fit(model, opt_cfg, batch, validation, identity=identity, checkpoint=checkpoint, **kwargs)
+
+
+def _fit(model: nn.Module, opt_cfg: Optimiser, batch: Callable[[int], torch.Tensor],
+         validation: torch.Tensor, *, identity: dict, checkpoint: str | os.PathLike | None = None,
+         checkpoint_every: int = 50, stop_after: int | None = None, progress: bool = False,
+         desc: str = "train", extra_manifest: dict | None = None, device: str | torch.device = "cpu",
+         eval_batch: int = 256, monitor: Callable[[nn.Module], dict] | None = None) -> dict:
     from tqdm import tqdm
 
     model.to(device)

@@ -4,7 +4,15 @@ A regular file is written to a temporary file in the same folder, flushed and fs
 then renamed over the target (and the folder fsynced), so an interrupted run leaves the
 previous file or none, never half of one.  The temporary file is removed on any
 exception, on SIGINT and on SIGTERM; a SIGKILL can leave one behind, and its name
-(``.<target>.<pid>.<random>.tmp``) lets :func:`remove_stale_temps` find it later.
+(``.<target>.fastslow-<pid>-<random>.tmp``) lets :func:`remove_stale_temps` find it later:
+it removes only names of that form whose writer is gone, never another file.
+
+Crash injection (for tests): with ``FASTSLOW_CRASH_AT_WRITE=N[:POINT]`` in the environment
+the N-th atomic write of the process (counted from 1) stops the process with
+``os._exit(CRASH_EXIT)`` at POINT: ``after-temp`` (the temporary file written, not yet
+fsynced), ``after-fsync`` (fsynced, not renamed; the default) or ``after-rename`` (renamed,
+the folder not yet fsynced).  ``FASTSLOW_WRITE_LOG=FILE`` appends each atomic write's target
+to FILE, one per line, so a test can count a run's writes.
 
 ``-`` means standard output.  An existing target that is not a regular file (a FIFO, a
 character device such as ``/dev/stdout`` or ``/dev/null``) is opened and written in
@@ -23,14 +31,49 @@ import stat
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 STDOUT = "-"
 TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
+_TEMP_NAME = re.compile(r"^\..+\.fastslow-(\d+)-[^.]+\.tmp$")
 _live_temps: set[str] = set()
 _lock = threading.Lock()
+
+CRASH_ENV = "FASTSLOW_CRASH_AT_WRITE"
+WRITE_LOG_ENV = "FASTSLOW_WRITE_LOG"
+CRASH_POINTS = ("after-temp", "after-fsync", "after-rename")
+CRASH_EXIT = 86
+_writes = 0  # atomic writes this process has begun (crash injection counts them)
+
+
+def reset_write_count() -> None:
+    """Start counting atomic writes afresh (a forked child inherits its parent's count)."""
+    global _writes
+    _writes = 0
+
+
+def _crash_plan() -> tuple[int, str] | None:
+    """(N, POINT) from ``FASTSLOW_CRASH_AT_WRITE``, or None when it is unset."""
+    text = os.environ.get(CRASH_ENV, "").strip()
+    if not text:
+        return None
+    count, _, point = text.partition(":")
+    point = point or "after-fsync"
+    if not count.isascii() or not count.isdigit() or int(count) < 1 or point not in CRASH_POINTS:
+        raise ValueError(f"{CRASH_ENV}={text!r} must be N[:POINT] with N ≥ 1 and POINT one of "
+                         f"{', '.join(CRASH_POINTS)}")
+    return int(count), point
+
+
+def _maybe_crash(number: int, point: str) -> None:
+    plan = _crash_plan()
+    if plan is not None and plan == (number, point):
+        os._exit(CRASH_EXIT)
+
+
+def is_own_temp(path: str | os.PathLike) -> bool:
+    """True for a temporary file named by :func:`atomic_path` (``.<target>.fastslow-<pid>-<random>.tmp``)."""
+    return bool(_TEMP_NAME.match(Path(path).name))
 
 
 class Terminated(BaseException):
@@ -83,14 +126,23 @@ def atomic_path(path: str | os.PathLike):
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a directory, not a file")
     path.parent.mkdir(parents=True, exist_ok=True)
+    global _writes
+    with _lock:
+        _writes += 1
+        number = _writes
+    log = os.environ.get(WRITE_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{path}\n")
     with _sigterm_raises():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.fastslow-{os.getpid()}-",
                                    suffix=TEMP_SUFFIX)
         os.close(fd)
         with _lock:
             _live_temps.add(tmp)
         try:
             yield Path(tmp)
+            _maybe_crash(number, "after-temp")
             try:
                 mode = stat.S_IMODE(os.stat(path).st_mode)
             except FileNotFoundError:
@@ -98,7 +150,9 @@ def atomic_path(path: str | os.PathLike):
             os.chmod(tmp, mode)
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+            _maybe_crash(number, "after-fsync")
             os.replace(tmp, path)
+            _maybe_crash(number, "after-rename")
             _fsync_dir(path.parent)
         finally:
             with _lock:
@@ -153,12 +207,12 @@ def write_json(path: str | os.PathLike, data) -> None:
     write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
-def remove_stale_temps(folder: str | os.PathLike, *, min_age_s: float = 600.0) -> list[Path]:
-    """Remove temporary files a killed writer left under ``folder``; return them.
+def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files that killed writers left under ``folder``; return them.
 
-    A temp file named by :func:`atomic_path` carries its writer's pid and is removed when
-    that process is gone; any other ``*.tmp`` file is removed once older than ``min_age_s``
-    (so a concurrent writer's file is never taken from under it).
+    Only names of :func:`atomic_path`'s form are touched (``.<target>.fastslow-<pid>-<random>.tmp``),
+    and only when their writer is gone (its pid is not running, or it is this process and the
+    file is not one of its live temporaries): any other file, ``*.tmp`` or not, is never removed.
     """
     import psutil
 
@@ -166,20 +220,15 @@ def remove_stale_temps(folder: str | os.PathLike, *, min_age_s: float = 600.0) -
     folder = Path(folder)
     if not folder.is_dir():
         return removed
-    now = time.time()
     for tmp in folder.rglob(f"*{TEMP_SUFFIX}"):
-        if not tmp.is_file():
-            continue
         match = _TEMP_NAME.match(tmp.name)
-        if match:
-            pid = int(match.group(1))
-            stale = (pid != os.getpid() or str(tmp) not in _live_temps) and not (
-                pid != os.getpid() and psutil.pid_exists(pid))
+        if not match or tmp.is_symlink() or not tmp.is_file():
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid():
+            stale = str(tmp) not in _live_temps
         else:
-            try:
-                stale = now - tmp.stat().st_mtime > min_age_s
-            except FileNotFoundError:
-                continue
+            stale = not psutil.pid_exists(pid)
         if stale:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()

@@ -5,8 +5,10 @@ Writes into ``out``: ``figures/*.png|pdf``, ``ledger.json``, ``report.md``, ``re
 and keeps the training experiment's curves in ``out/cache`` so a rerun reuses them.
 ``derive --check`` always derives afresh from the sources (the cache only speeds up ``derive``).
 
-Before any work the output folder is checked (it must be a writable folder), temporary
-files that a killed earlier run left in it are removed, and ``numerics/generated/`` is
+Before any work the output folder is claimed (``proofs_check.outdir``: it must be new, empty or
+reproduce's own; a folder holding files reproduce did not write is refused, exit 2, and nothing
+in it is touched), the folder is locked against a second run, the atomic writer's temporaries
+that a killed earlier run left in it are removed, and ``numerics/generated/`` is
 checked against the hashes its derivations recorded (``proofs_check.integrity``): drift
 refuses the run (1) unless ``allow_drift``, and an override is printed in the ledger and the report.
 Every file is written through ``proofs_check.io``.
@@ -17,19 +19,26 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from proofs_check.io import remove_stale_temps, write_json, write_text
+from proofs_check.io import write_bytes, write_json, write_text
+
+#: files in the output folder that reproduce reads (written there by other commands)
+INPUTS = ("mutation.json",)
 
 
 def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: bool = False) -> int:
     """Run everything; return 0 when the derivations match and no claim failed."""
+    from proofs_check import outdir
+    from proofs_check.validation import check_output_dir
+
+    with outdir.claim(check_output_dir(out), "reproduce", inputs=INPUTS) as folder:
+        return _reproduce(folder, quick, device, allow_drift)
+
+
+def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
     import sys
 
     from proofs_check.integrity import verify
-    from proofs_check.validation import check_output_dir
 
-    out = Path(check_output_dir(out))
-    for stale in remove_stale_temps(out):
-        print(f"removed {stale} (left by an interrupted run)", file=sys.stderr)
     integrity = verify()
     integrity.override = allow_drift and not integrity.ok
     if integrity.stale or not integrity.ok:
@@ -158,8 +167,6 @@ def scale_section(runs: list[dict]) -> list[str]:
 
 def sweep_section(figures_dir: Path) -> list[str]:
     """The shipped sweeps' phase diagrams (``fastslow sweep NAME``), copied next to the report's figures."""
-    import shutil
-
     source = Path(__file__).resolve().parent.parent / "docs" / "figures" / "sweeps"
     images = sorted(source.glob("*.png"))
     if not images:
@@ -170,7 +177,7 @@ def sweep_section(figures_dir: Path) -> list[str]:
              "`fastslow sweep NAME --figures docs/figures/sweeps`: the measured quantity over a 2-D slice, "
              "the theory's predicted boundary drawn over it, failing cells marked.", ""]
     for img in images:
-        shutil.copy2(img, figures_dir / "sweeps" / img.name)
+        write_bytes(figures_dir / "sweeps" / img.name, img.read_bytes())
         lines += [f"![{img.stem}](figures/sweeps/{img.name})", ""]
     return lines
 

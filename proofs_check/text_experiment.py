@@ -202,7 +202,7 @@ def recorded() -> dict | None:
 
 def report_section(result: dict | None, figures_dir: Path) -> list[str]:
     """The report's section on the recorded run: the prediction, the finding, its provenance, the figure."""
-    import shutil
+    from proofs_check.io import write_bytes
 
     lines = ["", "## Claim 7.3 on text", ""]
     if result is None:
@@ -219,7 +219,7 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
     image = RECORDED.with_suffix(".png")
     if image.exists():
         (figures_dir / "trained").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(image, figures_dir / "trained" / image.name)
+        write_bytes(figures_dir / "trained" / image.name, image.read_bytes())
         lines += [f"![Claim 7.3 on text](figures/trained/{image.name})", ""]
     return lines
 

@@ -117,7 +117,17 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
                threads: int | None = None, monitor=None) -> dict:
     """Train (or resume) ``cfg`` into the checkpoint folder ``out``; return its manifest.  ``threads``
     (default: torch's setting, i.e. OMP_NUM_THREADS) intra-op threads; the CPU result is
-    bit-reproducible for a fixed thread count.  ``monitor``: see ``numerics.training.fit``."""
+    bit-reproducible for a fixed thread count.  ``monitor``: see ``numerics.training.fit``.
+    The folder is claimed before any work (``numerics.checkpoint.claim``): a folder holding
+    files that are not this checkpoint's is refused (InvalidInput naming ``--out``)."""
+    from numerics import checkpoint as ckpt
+
+    with ckpt.claim(out, name="--out"):
+        return _train_text(cfg, out, device=device, progress=progress, stop_after=stop_after,
+                           checkpoint_every=checkpoint_every, threads=threads, monitor=monitor)
+
+
+def _train_text(cfg: TextConfig, out, *, device, progress, stop_after, checkpoint_every, threads, monitor) -> dict:
     import torch
 
     from numerics import checkpoint as ckpt

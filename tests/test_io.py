@@ -139,19 +139,19 @@ with atomic_path({str(target)!r}) as tmp:
     assert temps(tmp_path) == [] and target.read_text() == "previous"
 
 
-def test_stale_temps_of_dead_writers_are_removed_live_ones_kept(tmp_path):
+def test_stale_temps_of_dead_writers_are_removed_live_ones_and_user_files_kept(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
-    stale = tmp_path / "figures" / f".a.png.{dead}.x1y2.tmp"
+    stale = tmp_path / "figures" / f".a.png.fastslow-{dead}-x1y2abcd.tmp"
     stale.parent.mkdir()
     stale.write_bytes(b"")
-    live = tmp_path / f".b.json.{os.getppid()}.abcd.tmp"  # a running process's temp
+    live = tmp_path / f".b.json.fastslow-{os.getppid()}-abcd1234.tmp"  # a running process's temp
     live.write_bytes(b"")
-    old = tmp_path / "tmpq1w2.pdf.tmp"  # the older naming, without a pid
-    old.write_bytes(b"")
-    os.utime(old, (time.time() - 3600, time.time() - 3600))
-    young = tmp_path / "tmpz9.pdf.tmp"
-    young.write_bytes(b"")
+    user = tmp_path / "tmpq1w2.pdf.tmp"  # not the writer's naming: a user's file, however old
+    user.write_bytes(b"")
+    os.utime(user, (time.time() - 3600, time.time() - 3600))
+    lookalike = tmp_path / f".notes.{dead}.draft.tmp"  # the writer's former naming, which a user's file can match
+    lookalike.write_bytes(b"")
     removed = remove_stale_temps(tmp_path)
-    assert sorted(removed) == sorted([stale, old])
-    assert live.exists() and young.exists()
+    assert removed == [stale]
+    assert live.exists() and user.exists() and lookalike.exists()
