@@ -48,11 +48,27 @@ def clock_power_ratios(stack: Stack, xbar: torch.Tensor, lams) -> torch.Tensor:
     return gen.clock_power(lam, (sig[1:] / sig[0])[:, None])
 
 
+def decaying_eigenvalues(stack: Stack) -> list[float]:
+    """The distinct eigenvalues λ < 1 of the frozen kernel, descending (no eigenvectors: the mode
+    blocks G_ℓ(λ) need only λ, so the causal kernel's ill-conditioned basis never enters)."""
+    from numerics.factorisation import common_kernel, kernel_eigenvalues
+
+    out: list[float] = []
+    for v in kernel_eigenvalues(common_kernel(stack)).tolist():
+        if abs(v - 1.0) > ncg.EIG_TOL and all(abs(v - u) > ncg.EIG_TOL for u in out):
+            out.append(v)
+    return out
+
+
 def measured_ratios(stack: Stack, xbar: torch.Tensor) -> tuple[list[float], torch.Tensor]:
-    """(decaying λ, r_ℓ(λ) (L, K)) from the generated mode products of Claims 2.1/3.1."""
-    modes, _ = ncg.kernel_modes(stack.frozen_kernel())
-    ratios = ncg.mode_ratios(ncg.mode_products(ncg.mode_blocks(stack, xbar, modes)))
-    return [m.lam for m in modes[1:]], ratios.detach()
+    """(decaying λ, r_ℓ(λ) (L, K)) from the generated mode blocks G_ℓ(λ) of Claim 2.1, multiplied in
+    depth order (Claim 3.1's mode products)."""
+    from numerics.factorisation import layer_blocks
+
+    lams = decaying_eigenvalues(stack)
+    lam = torch.tensor([1.0, *lams], dtype=xbar.dtype, device=xbar.device)
+    blocks = layer_blocks(stack, xbar, lam).transpose(0, 1).detach()     # (L, 1 + K, d, d)
+    return lams, ncg.mode_ratios(ncg.mode_products(blocks))
 
 
 def depth_epsilon(lams) -> float:
@@ -73,7 +89,7 @@ def effective_exponent(ratios: torch.Tensor, spread: torch.Tensor) -> float:
 def ideal_path(stack: Stack, eta: float) -> Stack:
     """A copy of ``stack`` on θ(η) = θ_ideal + η(θ − θ_ideal): the value path's noise W_V − √c E,
     W_O − √c Eᵀ (c = value_scale, E the head blocks of I, so that W_VO = c·I at η = 0), the LN₁
-    gains' spread γ₁ − γ̄ (γ̄ = ln_gain), β₁ and the MLP's output weights W₂, b₂ scaled by η.
+    gains' spread γ₁ − γ̄ (γ̄ = ln_gain), β₁, an attention output bias b_O and the MLP's output weights W₂, b₂ scaled by η.
     W_Q, W_K, LN₂ and W₁, b₁ are kept (invisible at the reference, or multiplied by W₂ = 0).
 
     Needs i.i.d. drawn weights (``weight_path=None``): on the smooth path the identity part of
@@ -95,6 +111,8 @@ def ideal_path(stack: Stack, eta: float) -> Stack:
             a.W_O.copy_(root_c * E.transpose(1, 2) + eta * (a.W_O - root_c * E.transpose(1, 2)))
             layer.ln1.gamma.copy_(cfg.ln_gain + eta * (layer.ln1.gamma - cfg.ln_gain))
             layer.ln1.beta.mul_(eta)
+            if getattr(a, "b_O", None) is not None:      # an attention output bias (GPT-2 form) is non-ideal
+                a.b_O.mul_(eta)
             layer.mlp.W2.mul_(eta)
             layer.mlp.b2.mul_(eta)
     return out

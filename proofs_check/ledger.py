@@ -24,6 +24,7 @@ CLAIM_IDS: dict[str, str] = {
     "4.1": "visibility", "4.2": "visibility",
     "5.1": "stability", "5.2": "stability",
     "6.1": "slow_manifold", "6.2": "slow_manifold", "6.3": "slow_manifold",
+    "6.4": "depth_slow_manifold",
     "7.1": "emissions", "7.2": "emissions", "7.3": "emissions",
 }
 
