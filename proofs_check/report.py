@@ -137,7 +137,22 @@ def _control_word(status: str) -> str:
     return status.replace("-", " ")
 
 
+def summary_md(ledger: dict) -> list[str]:
+    """The report's first screen: one line per claim with its kind, setting, status and finding
+    (``proofs_check.standing``), before the mechanical ledger."""
+    from proofs_check.standing import summary_markdown
+
+    return ["Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
+            "system, no stack enters; prediction: a quantitative statement about stacks that can fail on "
+            "some stack; experiment: depends on data), the *setting* it was checked in, and its *status*: "
+            "holds as stated, holds under a condition the paper does not state, fails in the paper's "
+            "setting, or reconstruction (the definition was rebuilt in docs/theory.md).", ""] + \
+        summary_markdown(ledger).splitlines()
+
+
 def ledger_table_md(ledger: dict) -> list[str]:
+    from proofs_check.standing import ledger_word
+
     lines = ["| claim | title | status | symbolic | numeric max error / tolerance | control |",
              "|---|---|---|---|---|---|"]
     for c in ledger["claims"]:
@@ -147,7 +162,7 @@ def ledger_table_md(ledger: dict) -> list[str]:
         ctl = c.get("control")
         ctl_s = _control_word(ctl["status"]) if ctl else MISSING
         lines.append(f"| [{c['id']}](#claim-{_slug_id(c['id'])}) | {md_escape(c['title'])}{flag} | "
-                     f"**{c['status']}** | {c['symbolic']['proved']}/{c['symbolic']['steps']} | {num_s} | {ctl_s} |")
+                     f"**{ledger_word(c)}** | {c['symbolic']['proved']}/{c['symbolic']['steps']} | {num_s} | {ctl_s} |")
     return lines
 
 
@@ -186,9 +201,19 @@ def _figure_titles() -> dict[str, str]:
 
 
 def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> list[str]:
+    from proofs_check.standing import ledger_word, setting_text
+
     recon = " *(reconstruction)*" if c.get("reconstruction") else ""
-    lines = ["", f"## Claim {c['id']}: {md_escape(c['title'])}", "",
-             f"**Status: {c['status']}**{recon}", ""]
+    lines = ["", f"## Claim {c['id']}: {md_escape(c['title'])}", ""]
+    if c.get("standing"):
+        lines += [f"**Status: {md_escape(c['standing'])}** — {md_escape(c.get('kind') or '')}, checked in "
+                  f"{md_escape(setting_text(c.get('setting')))}; ledger: **{ledger_word(c)}**{recon}", ""]
+        if c.get("condition"):
+            lines += [f"*Condition the paper does not state:* {md_escape(c['condition'])}", ""]
+        if c.get("standing_conflict"):
+            lines += [f"*Standing corrected by the evidence:* {md_escape(c['standing_conflict'])}", ""]
+    else:
+        lines += [f"**Status: {c['status']}**{recon}", ""]
     if c["status"] == "skipped":
         return lines + [md_escape(c.get("detail", "")), ""]
     lines += [f"**Statement.** {md_escape(c.get('statement', ''))}", ""]
@@ -238,7 +263,9 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
              "(mpmath), and numerically against random untied Transformer stacks, each beside a negative "
              "control. The claims and their assumptions are stated in the repository's docs/theory.md; "
              "definitions marked *(reconstruction)* are rebuilt there where the paper's could not be "
-             "recovered.", "", environment_line(ledger), "", "## Ledger", ""]
+             "recovered.", "", "## What each verdict means", ""]
+    lines += summary_md(ledger)
+    lines += ["", environment_line(ledger), "", "## Ledger", ""]
     lines += ledger_table_md(ledger)
     lines += ["", "## Timings", ""] + timings_md(timings)
     lines += extra
@@ -250,8 +277,13 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
 
 # ----------------------------------------------------------------------------- HTML
 STATUS_CLASSES = {"verified": "holds", "holds": "holds", "conditional": "conditional", "failed": "fails",
-                  "fails": "fails", "skipped": "na", "n/a": "na"}
-_STATUS_CELL = re.compile(r"^\*\*(verified|holds|conditional|failed|fails|skipped|n/a)\*\*")
+                  "fails": "fails", "skipped": "na", "n/a": "na",
+                  # proofs_check.standing: the statuses and the ledger's words of the summary
+                  "holds as stated": "holds", "holds under a condition the paper does not state": "conditional",
+                  "fails in the paper's setting": "fails", "reconstruction": "conditional",
+                  "verified in its setting": "conditional", "passes off the paper's setting": "fails"}
+_STATUS_CELL = re.compile(r"^\*\*(" + "|".join(re.escape(k) for k in sorted(STATUS_CLASSES, key=len, reverse=True))
+                          + r")\*\*")
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:72em;margin:2em auto;line-height:1.5;padding:0 1em;color:#222}

@@ -1,6 +1,6 @@
 """``fastslow reproduce``: derive --check, every claim, every figure, and the report, in one run.
 
-Writes into ``out``: ``figures/*.png|pdf``, ``ledger.json``, ``report.md``, ``report.html``
+Writes into ``out``: ``figures/*.png|pdf``, ``ledger.json``, ``claims_summary.md``, ``report.md``, ``report.html``
 (each atomically: an interrupted run leaves the previous file or none, never half of one),
 and keeps the training experiment's curves in ``out/cache`` so a rerun reuses them.
 ``derive --check`` always derives afresh from the sources (the cache only speeds up ``derive``).
@@ -106,6 +106,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
 
             ledger["trained"] = trained_findings.findings(results["matrix"])
             write_json(out / "ledger.json", ledger)
+            from proofs_check.standing import summary_markdown
+
+            write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
             from proofs_check.matrix import matrix_section
 
             extra = _derive_section(results["derive"], integrity) + [""] + matrix_section(results["matrix"],

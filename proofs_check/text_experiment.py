@@ -41,6 +41,8 @@ TEXT_73 = TextConfig(arch="hierarchical")
 OPEN_FRACTION = 0.1
 #: Where ``reproduce`` finds the recorded run (too long for it: about 20 CPU-minutes).
 RECORDED = Path(__file__).resolve().parent.parent / "docs" / "trained" / "text-7.3.json"
+#: The 3-seed run the power analysis (:data:`POWER_ANALYSIS`) was computed from.
+PILOT = RECORDED.with_name("text-7.3-pilot.json")
 #: The modules the runs execute (their imports followed): the key of a run's folder and of the record.
 MODULES = ("numerics.training", "numerics.corpus", "numerics.checkpoint", "numerics.spec", "proofs_check.train")
 
@@ -122,10 +124,57 @@ def summarise(result: dict) -> dict:
     open_layers = [int(i) for i in torch.nonzero(same_sign & large).flatten()]
     frozen_gates = [g for r in runs["frozen"] for g in r["gates_final"]]
     return {**gap, "verdict": verdict, "interval": [gap["gap"] - gap["crit"], gap["gap"] + gap["crit"]],
+            "paired_t": paired_t(gap["gap_per_seed"]),
             "loss": {arm: [r["final_eval_loss"] for r in runs[arm]] for arm in ARMS},
             "gates": gates.tolist(), "gate_reach": reach, "open_threshold": OPEN_FRACTION * reach,
             "open_layers": open_layers, "gate_opens": bool(open_layers),
             "frozen_gates_zero": all(g == 0.0 for g in frozen_gates)}
+
+
+#: The pre-registered test of the powered rerun (docs/trained/text-7.3-power.md): two-sided paired t on
+#: the per-seed gaps at this level; the power analysis there chose the seed count.
+ALPHA = 0.01
+POWER_ANALYSIS = "docs/trained/text-7.3-power.md"
+
+
+def paired_t(gaps) -> dict:
+    """The pre-registered paired t-test of the per-seed gaps Δ_s = loss(frozen) − loss(coupled):
+    mean, sd (n − 1), Cohen's d_z = mean/sd, t = mean/(sd/√n) on n − 1 dof, its two-sided p, the
+    (1 − ALPHA) interval mean ± t_{1−α/2, n−1}·sd/√n, and the verdict: *helps* (p < α, mean > 0),
+    *hurts* (p < α, mean < 0), else *not detected* (not a claim that the arms are equal)."""
+    import math
+
+    from scipy import stats
+
+    gaps = [float(g) for g in gaps]
+    n = len(gaps)
+    mean = sum(gaps) / n
+    out = {"n": n, "alpha": ALPHA, "mean": mean, "sd": None, "d_z": None, "t": None, "dof": n - 1, "p": None,
+           "interval": None, "verdict": "not detected", "rule": POWER_ANALYSIS}
+    if n < 2:
+        return out
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1))
+    if sd == 0.0:
+        return out
+    se = sd / math.sqrt(n)
+    t = mean / se
+    half = float(stats.t.ppf(1 - ALPHA / 2, n - 1)) * se
+    p = float(2 * stats.t.sf(abs(t), n - 1))
+    verdict = "not detected" if p >= ALPHA else ("helps" if mean > 0 else "hurts")
+    return {**out, "sd": sd, "d_z": mean / sd, "t": t, "p": p, "interval": [mean - half, mean + half],
+            "verdict": verdict}
+
+
+def paired_t_sentence(s: dict) -> str:
+    """The pre-registered test in one sentence (the ledger's 7.3 finding and the report)."""
+    pt = s.get("paired_t") or paired_t(s["gap_per_seed"])
+    if pt["p"] is None:
+        return f"paired t-test: not computable with {pt['n']} seed(s)"
+    lo, hi = pt["interval"]
+    return (f"paired t-test (decision rule of {pt['rule']}, α = {pt['alpha']:g} two-sided, n = {pt['n']} seeds): "
+            f"mean gap {pt['mean']:+.4f} nats/byte, Cohen's d_z = {pt['d_z']:.2f}, {100 * (1 - pt['alpha']):.0f} % "
+            f"interval [{lo:+.4f}, {hi:+.4f}], t = {pt['t']:.2f} on {pt['dof']} dof, p = {pt['p']:.2g}: "
+            f"{pt['verdict']}")
 
 
 def statement(result: dict) -> str:
@@ -139,11 +188,11 @@ def statement(result: dict) -> str:
              f"the gate does not open (no layer ends with one sign in every seed and |g| > {s['open_threshold']:.3f})")
     per_seed = ", ".join(f"{g:+.4f}" for g in s["gap_per_seed"])
     better = sum(g > 0 for g in s["gap_per_seed"])
-    paper = "as the paper's neutral result" if s["verdict"] == "neutral" else "unlike the paper's neutral result"
     return (f"On the CPython documentation ({cfg['tokens']} training bytes, d = {cfg['d']}, L = {cfg['layers']}, "
-            f"T = {cfg['T']}, P = {cfg['P']}, {n} seeds): loss(frozen) − loss(coupled) = {s['gap']:+.4f} nats/byte, "
-            f"interval [{s['interval'][0]:+.4f}, {s['interval'][1]:+.4f}] (t·se_seed, Z·se_eval): "
-            f"{s['verdict']}, {paper} (per seed {per_seed}: the coupled arm is lower in {better} of {n}); {opens}; "
+            f"T = {cfg['T']}, P = {cfg['P']}, seeds {', '.join(map(str, result['seeds']))}): "
+            f"{paired_t_sentence(s)} (per seed {per_seed}: the coupled arm is lower in {better} of {n}; the "
+            f"paper (v1) reports a neutral result). The earlier rule (interval t·se_seed ⊕ Z·se_eval) gives "
+            f"[{s['interval'][0]:+.4f}, {s['interval'][1]:+.4f}]: {s['verdict']}. {opens[0].upper() + opens[1:]}; "
             f"learnt gates per seed: {gates}.")
 
 
@@ -209,7 +258,13 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
         return lines + ["Not recorded: run `fastslow train --experiment 7.3 --workers 2 --json "
                         "docs/trained/text-7.3.json --figure docs/trained/text-7.3.png`."]
     lines += [f"**Prediction (fixed before the runs).** {PREDICTION}", "",
-              f"**Finding.** {statement(result)}", ""]
+              f"**Finding.** {statement(result)}", "",
+              f"Power analysis and the pre-registered decision rule: `{POWER_ANALYSIS}`.", ""]
+    if PILOT.exists():
+        pilot = json.loads(PILOT.read_text())
+        pilot["summary"] = summarise(pilot)
+        lines += [f"Pilot run `{PILOT.name}` (seeds {', '.join(map(str, pilot['seeds']))}, before the power "
+                  f"analysis; it chose the seed count): {paired_t_sentence(pilot['summary'])}.", ""]
     provenance = (f"Recorded run `{RECORDED.name}` (git {result.get('git') or 'unknown'}, torch {result['torch']}, "
                   f"source key {result['source_key']}). ")
     provenance += ("Its source key is this checkout's: the code that produced it is the code here." if result["current"]

@@ -307,7 +307,20 @@ def check_7_3(ctx) -> ClaimResult:
               "comparison no longer isolates the 7.2 information gap; see numerics/training.py).",
         finding="At random initialisation ∂R/∂g at g = 0 is not 0 even for independent blocks: the slow feature's "
                 "mean acts as a bias channel.  Only its information part (history vs an independent history) "
-                "vanishes in expectation (tests/test_training.py); 7.2's dR/dg = 0 holds at the Bayes predictor.")
+                "vanishes in expectation (tests/test_training.py); 7.2's dR/dg = 0 holds at the Bayes predictor."
+                + text_finding())
+
+
+def text_finding() -> str:
+    """The recorded run of 7.3 on text (``proofs_check.text_experiment``), in one sentence of the finding."""
+    from proofs_check import text_experiment
+
+    result = text_experiment.recorded()
+    if result is None:
+        return " On text: no recorded run."
+    code = "" if result["current"] else " (recorded with other code: its source key differs from this checkout's)"
+    return (f" On text with the paper's all-token causal fast path, seeds {', '.join(map(str, result['seeds']))}"
+            f"{code}: {text_experiment.paired_t_sentence(result['summary'])}.")
 
 # ----------------------------------------------------------------------------- other architectures
 arch_free("7.1", "a statement about the data distribution (exponential-family sufficiency); no architecture enters")
