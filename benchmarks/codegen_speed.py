@@ -80,7 +80,7 @@ def random_layers(n: int, d: int, m: int, device: str, seed: int = 0) -> dict[st
     inputs = {"x": r(d, 1), "gamma1": 1 + 0.1 * r(d, 1), "beta1": 0.1 * r(d, 1), "W_VO": W_V @ W_O,
               "gamma2": 1 + 0.1 * r(d, 1), "beta2": 0.1 * r(d, 1), "W1": r(d, m) / math.sqrt(d),
               "b1": 0.1 * r(m, 1), "W2": r(m, d) / math.sqrt(m), "h": torch.full((n,), 1 / 12.0),
-              "alpha": torch.zeros(n), "eps": torch.full((n,), LN_EPS),
+              "alpha": torch.zeros(n), "eps": torch.full((n,), LN_EPS), "b_O": torch.zeros(n, d, 1),
               "lam": torch.rand(n, generator=g, dtype=torch.float64)}
     inputs = {k: v.to(device=device, dtype=torch.float64) for k, v in inputs.items()}
     return inputs

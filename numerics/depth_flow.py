@@ -269,8 +269,10 @@ def _paper_mask(T: int, kernel: str, block_size: int | None, heads: int, dtype) 
 
 def paper_forward(stack: Stack, X: torch.Tensor) -> torch.Tensor:
     """The stack's output written from docs/theory.md §0 with torch's reference ops on the stack's
-    weights (F.layer_norm, F.scaled_dot_product_attention with its 1/√d_k, exact F.gelu):
-    U = (1 − hα)X + h Σ_h SDPA(LN₁X W_Q, LN₁X W_K, LN₁X W_V) W_O,  X' = U + h MLP(LN₂U).
+    weights (F.layer_norm, F.scaled_dot_product_attention with its 1/√d_k, F.gelu: exact, or its
+    tanh approximation for ``activation="gelu_new"``):
+    U = (1 − hα)X + h (Σ_h SDPA(LN₁X W_Q + b_Q, LN₁X W_K, LN₁X W_V) W_O + b_O),  X' = U + h MLP(LN₂U),
+    with the query and output biases when the stack has them (``attn_bias``).
     An independent route to the forward pass (no code shared with numerics/stack.py); the slow
     path is not covered (P must be None)."""
     cfg = stack.config
@@ -280,12 +282,16 @@ def paper_forward(stack: Stack, X: torch.Tensor) -> torch.Tensor:
     T, d = X.shape[-2:]
     mask = _paper_mask(T, cfg.kernel, cfg.block_size, cfg.heads, X.dtype)
     for layer in stack.layers:
-        ln = lambda z, m: F.layer_norm(z, (d,), m.gamma, m.beta, eps=1e-5)  # noqa: E731
+        ln = lambda z, m: F.layer_norm(z, (d,), m.gamma, m.beta, eps=cfg.ln_eps)  # noqa: E731
         z = ln(X, layer.ln1)
         a = layer.attn
         q, k, v = (torch.einsum("td,hdk->htk", z, W) for W in (a.W_Q, a.W_K, a.W_V))
+        if cfg.attn_bias:
+            q = q + a.b_Q
         mixed = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        U = (1.0 - cfg.h * cfg.decay) * X + cfg.h * torch.einsum("htk,hkd->td", mixed, a.W_O)
+        out = torch.einsum("htk,hkd->td", mixed, a.W_O)
+        U = (1.0 - cfg.h * cfg.decay) * X + cfg.h * (out + a.b_O if cfg.attn_bias else out)
         m = layer.mlp
-        X = U + cfg.h * (F.gelu(ln(U, layer.ln2) @ m.W1 + m.b1) @ m.W2 + m.b2)
+        approximate = "tanh" if cfg.activation == "gelu_new" else "none"
+        X = U + cfg.h * (F.gelu(ln(U, layer.ln2) @ m.W1 + m.b1, approximate=approximate) @ m.W2 + m.b2)
     return X

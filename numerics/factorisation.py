@@ -6,6 +6,10 @@ block k is G(λ_k) = G_{L−1}(λ_k) ⋯ G_0(λ_k), G_ℓ(λ) = (I + C_ℓ)((1 �
 all evaluated by the generated code (``numerics.generated.factorisation``).  Equivalently
 J = Σ_m A^m ⊗ K_m with G(λ) = Σ_m λ^m K_m, which needs no eigenvectors (Claim 2.3).
 
+The MLP's activation (exact GELU or GPT-2's gelu_new) selects the generated functions derived
+for it, and an attention output bias b_O enters ū (``ubar``); b_Q does not enter at all
+(at 1x̄ᵀ it shifts every query of a head by the same vector, Claim 2.4).
+
 Assumptions: gate 0 (or no slow path) and one frozen kernel shared by all heads.
 """
 
@@ -15,7 +19,20 @@ import torch
 from torch import nn
 
 from numerics.generated import factorisation as gen
-from numerics.stack import LN_EPS, Stack
+from numerics.stack import Stack
+
+#: activation -> (C_layer, G_layer, G_layer_coefficient_0, G_layer_coefficient_1) names in the generated code.
+GENERATED_BY_ACTIVATION = {
+    "gelu": ("C_layer", "G_layer", "G_layer_coefficient_0", "G_layer_coefficient_1"),
+    "gelu_new": ("C_layer_gelu_tanh", "G_layer_gelu_tanh", "G_layer_coefficient_0_gelu_tanh",
+                 "G_layer_coefficient_1_gelu_tanh"),
+}
+
+
+def _generated(stack: Stack, index: int):
+    """The generated function ``index`` of GENERATED_BY_ACTIVATION for the stack's activation (looked
+    up on the module at call time, so a patched generated function is the one used)."""
+    return getattr(gen, GENERATED_BY_ACTIVATION[stack.config.activation][index])
 
 EIGEN_GROUP_TOL = 1e-9  # eigenvalues closer than this are one (repeated) eigenvalue
 
@@ -23,7 +40,7 @@ EIGEN_GROUP_TOL = 1e-9  # eigenvalues closer than this are one (repeated) eigenv
 def layer_weights(stack: Stack) -> dict[str, torch.Tensor]:
     """Every layer's weights stacked over depth, in the column shapes the generated code takes:
     gamma1, beta1, gamma2, beta2 (L, d, 1); W_VO (L, d, d) row convention; W1 (L, d, m);
-    b1 (L, m, 1); W2 (L, m, d)."""
+    b1 (L, m, 1); W2 (L, m, d); b_O (L, d, 1), zero for a stack without attention biases."""
     def stacked(fn):
         return torch.stack([fn(layer) for layer in stack.layers])
 
@@ -36,6 +53,7 @@ def layer_weights(stack: Stack) -> dict[str, torch.Tensor]:
         "W1": stacked(lambda l: l.mlp.W1),
         "b1": stacked(lambda l: l.mlp.b1[:, None]),
         "W2": stacked(lambda l: l.mlp.W2),
+        "b_O": stacked(lambda l: (torch.zeros_like(l.ln1.beta) if l.attn.b_O is None else l.attn.b_O)[:, None]),
     }
 
 
@@ -47,19 +65,19 @@ def _check_reference(stack: Stack, xbar: torch.Tensor) -> None:
 
 def reference_tokens(stack: Stack, xbar: torch.Tensor, w: dict | None = None):
     """(x̄_ℓ, ū_ℓ) for ℓ = 0..L−1 as columns (L, d, 1): x̄_ℓ from the stack's own token map,
-    ū_ℓ = (1 − hα) x̄_ℓ + h W_VOᵀ LN₁(x̄_ℓ) from the generated ``ubar``."""
+    ū_ℓ = (1 − hα) x̄_ℓ + h (W_VOᵀ LN₁(x̄_ℓ) + b_O) from the generated ``ubar``."""
     _check_reference(stack, xbar)
     w = layer_weights(stack) if w is None else w
     xs = stack.reference_trajectory(xbar)[:-1, :, None]
     h, alpha, eps = _scalars(stack, xbar)
-    us = gen.ubar(xs, w["gamma1"], w["beta1"], w["W_VO"], h, alpha, eps)
+    us = gen.ubar(xs, w["gamma1"], w["beta1"], w["W_VO"], w["b_O"], h, alpha, eps)
     return xs, us
 
 
 def _scalars(stack: Stack, like: torch.Tensor):
     def t(v):
         return torch.tensor(float(v), dtype=like.dtype, device=like.device)
-    return t(stack.h), t(stack.config.decay), t(LN_EPS)
+    return t(stack.h), t(stack.config.decay), t(stack.config.ln_eps)
 
 
 def _layer_args(stack: Stack, xbar: torch.Tensor):
@@ -76,7 +94,7 @@ def layer_B_C(stack: Stack, xbar: torch.Tensor):
     xs, us = reference_tokens(stack, xbar, w)
     h, _, eps = _scalars(stack, xbar)
     B = gen.B_layer(xs, w["gamma1"], w["W_VO"], eps)
-    C = gen.C_layer(us, w["gamma2"], w["beta2"], w["W1"], w["b1"], w["W2"], h, eps)
+    C = _generated(stack, 0)(us, w["gamma2"], w["beta2"], w["W1"], w["b1"], w["W2"], h, eps)
     return B, C
 
 
@@ -85,7 +103,7 @@ def layer_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.T
     lam = torch.as_tensor(lam, dtype=xbar.dtype, device=xbar.device)
     if lam.dim() != 1:
         raise ValueError(f"lam has shape {tuple(lam.shape)}, expected (K,)")
-    return gen.G_layer(*_layer_args(stack, xbar), lam[:, None])
+    return _generated(stack, 1)(*_layer_args(stack, xbar), lam[:, None])
 
 
 def stack_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
@@ -146,8 +164,8 @@ def polynomial_coefficients(stack: Stack, xbar: torch.Tensor) -> torch.Tensor:
     """K_0..K_L (L+1, d, d) with G(λ) = Σ_m λ^m K_m, multiplying out the affine layers
     G_ℓ(λ) = G_ℓ(0) + λ (G_ℓ(1) − G_ℓ(0)) in depth order."""
     args = _layer_args(stack, xbar)
-    P0 = gen.G_layer_coefficient_0(*args)
-    P1 = gen.G_layer_coefficient_1(*args)
+    P0 = _generated(stack, 2)(*args)
+    P1 = _generated(stack, 3)(*args)
     L, d = P0.shape[0], P0.shape[-1]
     K = torch.zeros(L + 1, d, d, dtype=P0.dtype, device=P0.device)
     K[0] = torch.eye(d, dtype=P0.dtype, device=P0.device)

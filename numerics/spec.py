@@ -20,7 +20,7 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 #: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
 KNOBS = ("gate", "mlp_ratio", "weight_path", "slow_kernel", "block_size", "value_scale",
-         "weight_scale", "decay", "ln_gain")
+         "weight_scale", "decay", "ln_gain", "step", "activation", "ln_eps", "attn_bias")
 
 
 @dataclass(frozen=True)

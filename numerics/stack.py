@@ -12,6 +12,15 @@ paper's unmasked variant, which leaks later blocks into earlier tokens), shifts 
 result by one block (block b receives block b-1's output, block 0 receives zero) and
 lifts it back to tokens, scaled by the gate g_ℓ (zero-initialised unless ``gate=``).
 
+GPT-2's block (``numerics.hf_gpt2`` imports its checkpoints) is this stack with four
+configuration fields set away from their defaults: ``step`` h = 1 instead of 1/L,
+``activation="gelu_new"`` (the tanh form of GELU, generated from ``theory/factorisation.py``),
+``ln_eps`` (the checkpoint's ``layer_norm_epsilon``) and ``attn_bias=True``, which gives every
+attention a query bias b_Q (heads, d_k), added to LN₁(X) W_Q, and an output bias b_O (d), added
+to the attention sublayer's output.  Key biases are not represented (softmax ignores a per-query
+constant) and value biases fold into b_O (softmax rows sum to 1).  The defaults leave the
+stack, its parameters and its random draws as they were.
+
 Knobs for drawing stacks with and without saturation / contraction (docs/theory.md §3, §5):
 ``value_scale`` c makes W_VO = Σ_h W_V W_O ≈ c·I + noise; ``weight_scale`` scales all
 random matrices; ``decay`` α ≥ 0 damps the residual stream; ``ln_gain`` sets the LN
@@ -33,6 +42,7 @@ from numerics import kernels as K
 
 WEIGHT_PATHS = (None, "smooth")
 LN_EPS = 1e-5
+ACTIVATION_NAMES = ("gelu", "gelu_new")
 PATH_MODES = 4  # cosine modes of the smooth weight path
 
 
@@ -57,10 +67,15 @@ class StackConfig:
     decay: float = 0.0
     ln_gain: float = 1.0
     arch: str = "preln"
+    step: float | None = None
+    activation: str = "gelu"
+    ln_eps: float = LN_EPS
+    attn_bias: bool = False
 
     @property
     def h(self) -> float:
-        return 1.0 / self.layers
+        """The depth step: ``step`` when set (GPT-2: 1), else 1/L."""
+        return 1.0 / self.layers if self.step is None else self.step
 
     @property
     def d_k(self) -> int:
@@ -111,11 +126,11 @@ def check_arch(arch: str) -> str:
     return arch
 
 
-def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
     """Token-wise LN(z) = γ ⊙ (z − mean z)/√(var z + eps) + β (biased variance)."""
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var + LN_EPS) + beta
+    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
 
 
 def gelu(x: torch.Tensor) -> torch.Tensor:
@@ -123,31 +138,48 @@ def gelu(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
+def gelu_new(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's tanh form of GELU, generated from its SymPy definition (theory/factorisation.py)."""
+    from numerics.generated.factorisation import gelu_tanh
+
+    return gelu_tanh(x)
+
+
+#: ``StackConfig.activation`` -> the MLP's elementwise nonlinearity.
+ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_new}
+
+
 class LayerNorm(nn.Module):
-    def __init__(self, d: int):
+    def __init__(self, d: int, eps: float = LN_EPS):
         super().__init__()
+        self.eps = eps
         self.gamma = nn.Parameter(torch.ones(d))
         self.beta = nn.Parameter(torch.zeros(d))
 
     def forward(self, x):
-        return layer_norm(x, self.gamma, self.beta)
+        return layer_norm(x, self.gamma, self.beta, self.eps)
 
 
 class Attention(nn.Module):
-    """Multi-head attention with a fixed kernel: W_Q, W_K, W_V (heads, d, d_k); W_O (heads, d_k, d)."""
+    """Multi-head attention with a fixed kernel: W_Q, W_K, W_V (heads, d, d_k); W_O (heads, d_k, d);
+    with ``attn_bias`` also a query bias b_Q (heads, d_k) and an output bias b_O (d)."""
 
-    def __init__(self, d: int, heads: int, bias: torch.Tensor):
+    def __init__(self, d: int, heads: int, bias: torch.Tensor, attn_bias: bool = False):
         super().__init__()
         d_k = d // heads
         self.W_Q = nn.Parameter(torch.zeros(heads, d, d_k))
         self.W_K = nn.Parameter(torch.zeros(heads, d, d_k))
         self.W_V = nn.Parameter(torch.zeros(heads, d, d_k))
         self.W_O = nn.Parameter(torch.zeros(heads, d_k, d))
+        self.b_Q = nn.Parameter(torch.zeros(heads, 1, d_k)) if attn_bias else None
+        self.b_O = nn.Parameter(torch.zeros(d)) if attn_bias else None
         self.register_buffer("bias", bias)  # (heads, T, T): 0 / -inf mask plus ALiBi
 
     def weights(self, z: torch.Tensor) -> torch.Tensor:
         """Attention matrices (..., heads, T, T) for normalised tokens z (..., T, d)."""
         q = torch.einsum("...td,hdk->...htk", z, self.W_Q)
+        if self.b_Q is not None:
+            q = q + self.b_Q
         k = torch.einsum("...td,hdk->...htk", z, self.W_K)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.W_Q.shape[-1]) + self.bias
         return torch.softmax(scores, dim=-1)
@@ -155,7 +187,8 @@ class Attention(nn.Module):
     def forward(self, z):
         v = torch.einsum("...td,hdk->...htk", z, self.W_V)
         mixed = self.weights(z) @ v
-        return torch.einsum("...htk,hkd->...td", mixed, self.W_O)
+        out = torch.einsum("...htk,hkd->...td", mixed, self.W_O)
+        return out if self.b_O is None else out + self.b_O
 
     def value_output(self) -> torch.Tensor:
         """W_VO = Σ_heads W_V W_O, (d, d)."""
@@ -163,15 +196,16 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, d: int, width: int):
+    def __init__(self, d: int, width: int, activation: str = "gelu"):
         super().__init__()
+        self.activation = ACTIVATIONS[activation]
         self.W1 = nn.Parameter(torch.zeros(d, width))
         self.b1 = nn.Parameter(torch.zeros(width))
         self.W2 = nn.Parameter(torch.zeros(width, d))
         self.b2 = nn.Parameter(torch.zeros(d))
 
     def forward(self, z):
-        return gelu(z @ self.W1 + self.b1) @ self.W2 + self.b2
+        return self.activation(z @ self.W1 + self.b1) @ self.W2 + self.b2
 
 
 class SlowPath(nn.Module):
@@ -197,10 +231,10 @@ class Layer(nn.Module):
     def __init__(self, cfg: StackConfig, bias: torch.Tensor):
         super().__init__()
         self.h, self.decay = cfg.h, cfg.decay
-        self.ln1 = LayerNorm(cfg.d)
-        self.attn = Attention(cfg.d, cfg.heads, bias)
-        self.ln2 = LayerNorm(cfg.d)
-        self.mlp = MLP(cfg.d, cfg.mlp_ratio * cfg.d)
+        self.ln1 = LayerNorm(cfg.d, cfg.ln_eps)
+        self.attn = Attention(cfg.d, cfg.heads, bias, cfg.attn_bias)
+        self.ln2 = LayerNorm(cfg.d, cfg.ln_eps)
+        self.mlp = MLP(cfg.d, cfg.mlp_ratio * cfg.d, cfg.activation)
         if cfg.P is not None:
             self.slow = SlowPath(cfg.d, cfg.heads, cfg.T, cfg.P, cfg.slow_kernel)
             # float64, so that the cast to the stack's dtype is the only rounding of the gate
@@ -227,9 +261,11 @@ class Layer(nn.Module):
     def token_map(self, xbar):
         """The layer on a token-homogeneous state 1x̄ᵀ, computed on x̄ alone (..., d).
 
-        A1 = 1 and every value row is equal, so attention returns LN₁(x̄) W_VO on each token.
+        A1 = 1 and every value row is equal, so attention returns LN₁(x̄) W_VO (+ b_O) on each token.
         """
         ubar = (1.0 - self.h * self.decay) * xbar + self.h * self.ln1(xbar) @ self.attn.value_output()
+        if self.attn.b_O is not None:
+            ubar = ubar + self.h * self.attn.b_O
         return ubar + self.h * self.mlp(self.ln2(ubar))
 
 
@@ -360,7 +396,7 @@ def _draw_layer_params(layer: Layer, cfg: StackConfig, gen: torch.Generator) -> 
         leaf = name.rsplit(".", 1)[-1]
         if leaf == "gamma":
             value = cfg.ln_gain + 0.1 * randn(d)
-        elif leaf in ("beta", "b1", "b2"):
+        elif leaf in ("beta", "b1", "b2", "b_Q", "b_O"):
             value = 0.1 * randn(*p.shape)
         elif leaf in ("W_Q", "W_K"):
             value = s * randn(heads, d, dk) / math.sqrt(d)
@@ -383,7 +419,8 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
                  mlp_ratio: int = 4, weight_path: str | None = None, *, slow_kernel: str = "causal",
                  block_size: int | None = None, value_scale: float = 0.0, weight_scale: float = 1.0,
                  decay: float = 0.0, ln_gain: float = 1.0, arch: str = "preln",
-                 arch_options: dict | None = None) -> Stack:
+                 arch_options: dict | None = None, step: float | None = None, activation: str = "gelu",
+                 ln_eps: float = LN_EPS, attn_bias: bool = False) -> Stack:
     """Draw a random untied pre-LN stack (docs/theory.md §0), reproducibly from ``seed``.
 
     ``arch`` other than ``"preln"`` returns an architecture variant built from the same
@@ -396,6 +433,9 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
     ``weight_path=None`` draws every layer i.i.d.; ``"smooth"`` samples θ_ℓ = θ(ℓh) from
     θ(t) = Σ_k cos(πkt) Θ_k / (1+k)², with Θ_k i.i.d. draws (k < 4).
+    ``step`` (default 1/L), ``activation``, ``ln_eps`` and ``attn_bias`` configure GPT-2's block
+    (module docstring); ``attn_bias`` draws b_Q, b_O like the other biases.  The variants take
+    them at their defaults only.
     """
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
@@ -404,7 +444,13 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     validate_stack(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
                    mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
                    block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
-                   decay=decay, ln_gain=ln_gain, dtype=dtype)
+                   decay=decay, ln_gain=ln_gain, dtype=dtype, step=step, activation=activation,
+                   ln_eps=ln_eps, attn_bias=attn_bias)
+    block = {"step": step, "activation": activation, "ln_eps": ln_eps, "attn_bias": attn_bias}
+    changed = [k for k, v in block.items() if v != getattr(StackConfig, k)]
+    if arch != "preln" and changed:
+        raise ValueError(f"{changed[0]}={block[changed[0]]!r}: arch={arch!r} takes the default "
+                         f"{changed[0]} only (the GPT-2 block fields are preln's)")
     if arch != "preln":
         return VARIANTS[check_arch(arch)](arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
                      heads=heads, kernel=kernel, P=P, gate=gate, seed=seed, mlp_ratio=mlp_ratio,
@@ -416,7 +462,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     cfg = StackConfig(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
                       mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
                       block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
-                      decay=decay, ln_gain=ln_gain)
+                      decay=decay, ln_gain=ln_gain, **block)
     stack = Stack(cfg).to(torch.float64)
     gen = torch.Generator().manual_seed(seed)
     if weight_path == "smooth":

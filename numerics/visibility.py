@@ -229,6 +229,8 @@ def gate_sensitivity_prediction(stack, xbar: torch.Tensor) -> torch.Tensor:
             return x
         z = layer.ln1(traj[ell]).detach()
         u = (1.0 - layer.h * layer.decay) * traj[ell] + layer.h * z @ layer.attn.value_output()
+        if layer.attn.b_O is not None:  # the output bias is constant over tokens: it moves ū only
+            u = u + layer.h * layer.attn.b_O
         D = jacrev(after)(u.detach()).detach()
         h = torch.tensor(layer.h, dtype=xbar.dtype, device=xbar.device)
         out.append(gen.gate_sensitivity(h, D, layer.slow.attn.value_output().detach(),

@@ -185,6 +185,26 @@ class StackParams(BaseModel):
     decay: Real = 0.0
     ln_gain: Real = 1.0
     dtype: Any = None
+    step: Annotated[float | None, BeforeValidator(lambda v: None if v is None else _real(v))] = None
+    activation: str = "gelu"
+    ln_eps: Real = 1e-5
+    attn_bias: bool = False
+
+    @field_validator("step", "ln_eps")
+    @classmethod
+    def _positive_real(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be positive (the depth step h, the LN eps)")
+        return value
+
+    @field_validator("activation")
+    @classmethod
+    def _activation(cls, value: str) -> str:
+        from numerics.stack import ACTIVATION_NAMES
+
+        if value not in ACTIVATION_NAMES:
+            raise ValueError(f"is not one of {', '.join(ACTIVATION_NAMES)}")
+        return value
 
     @field_validator("seed")
     @classmethod

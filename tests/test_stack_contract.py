@@ -112,10 +112,39 @@ def test_defaults_are_the_config_defaults():
     assert all(torch.equal(p, q) for p, q in zip(stack.parameters(), same.parameters()))
 
 
+#: GPT-2's block fields (numerics.hf_gpt2), away from their defaults.
+GPT2_BLOCK = dict(step=1.0, activation="gelu_new", ln_eps=1e-6, attn_bias=True)
+BLOCK_DEFAULTS = dict(step=None, activation="gelu", ln_eps=1e-5, attn_bias=False)
+
+
 def test_preln_route_puts_every_knob_in_the_config():
     stack = random_stack(**NON_DEFAULT)
     assert stack.config == StackConfig(**NON_DEFAULT)
-    assert stack.config.as_dict() == NON_DEFAULT | {"arch": "preln"}
+    assert stack.config.as_dict() == NON_DEFAULT | {"arch": "preln"} | BLOCK_DEFAULTS
+
+
+def test_preln_route_puts_the_gpt2_block_fields_in_the_config():
+    """step, activation, ln_eps and attn_bias reach the config and the modules; h is the step."""
+    stack = random_stack(**NON_DEFAULT, **GPT2_BLOCK)
+    assert stack.config == StackConfig(**NON_DEFAULT, **GPT2_BLOCK)
+    layer = stack.layers[0]
+    assert stack.h == layer.h == 1.0 and layer.ln1.eps == layer.ln2.eps == 1e-6
+    assert layer.attn.b_Q.shape == (4, 1, 2) and layer.attn.b_O.shape == (8,)
+    assert layer.attn.b_Q.abs().min() > 0 and layer.attn.b_O.abs().min() > 0  # drawn like the other biases
+    assert random_stack(**NON_DEFAULT).layers[0].attn.b_Q is None
+
+
+def test_gpt2_block_fields_at_their_defaults_leave_the_draws_unchanged():
+    """Passing the defaults explicitly draws the very same stack (no new parameter, same stream)."""
+    a = random_stack(**NON_DEFAULT)
+    b = random_stack(**NON_DEFAULT, **BLOCK_DEFAULTS)
+    assert [n for n, _ in a.named_parameters()] == [n for n, _ in b.named_parameters()]
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_variants_refuse_the_gpt2_block_fields():
+    with pytest.raises(ValueError, match="step=1.0: arch='postln' takes the default step only"):
+        random_stack(4, 8, 2, 2, "causal", arch="postln", step=1.0)
 
 
 def test_other_arch_routes_every_knob_to_build(monkeypatch):

@@ -54,8 +54,9 @@ class LayerSymbols:
     """The per-layer MatrixSymbols at feature width ``dim`` and MLP width ``width``
     (symbolic d, m for code generation; integers for explicit checks)."""
 
-    def __init__(self, dim=d, width=m):
+    def __init__(self, dim=d, width=m, activation="gelu"):
         self.d, self.m = dim, width
+        self.activation = activation                  # the MLP's: "gelu" (exact) or "gelu_new" (tanh)
         self.x = MatrixSymbol("x", dim, 1)            # reference token x̄_ℓ
         self.u = MatrixSymbol("u", dim, 1)            # ū_ℓ (after the attention sublayer)
         self.z = MatrixSymbol("z", dim, 1)            # generic LN input
@@ -68,11 +69,14 @@ class LayerSymbols:
         self.W1 = MatrixSymbol("W1", dim, width)
         self.b1 = MatrixSymbol("b1", width, 1)
         self.W2 = MatrixSymbol("W2", width, dim)
+        self.b_O = MatrixSymbol("b_O", dim, 1)        # attention output bias (b_V folded in)
         self.I = Identity(dim)
         self.centre = self.I - OneMatrix(dim, dim) / dim   # I − 11ᵀ/d
 
 
 SYM = LayerSymbols()
+#: GPT-2's layer: the same symbols, the MLP with gelu_new.
+SYM_TANH = LayerSymbols(activation="gelu_new")
 
 
 # ---- building blocks -------------------------------------------------------------------
@@ -84,6 +88,24 @@ def gelu_scalar(t):
 def gelu_prime_scalar(t):
     """GELU′ by differentiation (not typed by hand)."""
     return sp.diff(gelu_scalar(y), y).subs(y, t)
+
+
+#: GPT-2's ``gelu_new`` constant of the cubic term.
+GELU_TANH_CUBIC = sp.Rational(44715, 1000000)
+
+
+def gelu_tanh_scalar(t):
+    """GPT-2's ``gelu_new``: t/2 (1 + tanh(√(2/π)(t + 0.044715 t³))), the tanh form of GELU."""
+    return t / 2 * (1 + sp.tanh(sqrt(2 / sp.pi) * (t + GELU_TANH_CUBIC * t**3)))
+
+
+def gelu_tanh_prime_scalar(t):
+    """gelu_new′ by differentiation (not typed by hand)."""
+    return sp.diff(gelu_tanh_scalar(y), y).subs(y, t)
+
+
+#: activation name (``numerics.stack.ACTIVATIONS``) -> its derivative, for the MLP Jacobian.
+ACTIVATION_PRIMES = {"gelu": lambda t: gelu_prime_scalar(t), "gelu_new": lambda t: gelu_tanh_prime_scalar(t)}
 
 
 def ln_sigma(v, s=SYM):
@@ -109,17 +131,22 @@ def ln_jacobian_expr(v, g, s=SYM):
 
 
 def mlp_jacobian_expr(v, s=SYM):
-    """J_MLP(v) = W₂ᵀ diag(GELU′(W₁ᵀ v + b₁)) W₁ᵀ (column form of z W₁ + b₁ → GELU → W₂)."""
+    """J_MLP(v) = W₂ᵀ diag(σ′(W₁ᵀ v + b₁)) W₁ᵀ (column form of z W₁ + b₁ → σ → W₂), σ the
+    exact GELU or GPT-2's tanh form (``s.activation``: a key of ACTIVATION_PRIMES)."""
+    prime = ACTIVATION_PRIMES[s.activation]
     pre = s.W1.T * v + s.b1
     if isinstance(s.d, int):  # explicit sizes (checks): SymPy cannot keep the elementwise node
-        slope = sp.Matrix(pre.as_explicit()).applyfunc(gelu_prime_scalar)
+        slope = sp.Matrix(pre.as_explicit()).applyfunc(prime)
         return s.W2.T * sp.diag(*slope) * s.W1.T
-    return s.W2.T * DiagMatrix(pre.applyfunc(Lambda(y, gelu_prime_scalar(y)))) * s.W1.T
+    return s.W2.T * DiagMatrix(pre.applyfunc(Lambda(y, prime(y)))) * s.W1.T
 
 
 def ubar_expr(s=SYM):
-    """ū = (1 − hα) x̄ + h W_VOᵀ LN₁(x̄): the reference after the attention sublayer."""
-    return (1 - h * alpha) * s.x + h * s.W_VO.T * layer_norm_expr(s.x, s.gamma1, s.beta1, s)
+    """ū = (1 − hα) x̄ + h (W_VOᵀ LN₁(x̄) + b_O): the reference after the attention sublayer, with
+    the attention output bias b_O (zero for the paper's stack; GPT-2's c_proj bias with b_V folded
+    in: softmax rows sum to 1, so A 1 b_Vᵀ = 1 b_Vᵀ).  b_O is constant over tokens, so it moves the
+    reference and not the Jacobian's form."""
+    return (1 - h * alpha) * s.x + h * (s.W_VO.T * layer_norm_expr(s.x, s.gamma1, s.beta1, s) + s.b_O)
 
 
 def B_expr(s=SYM):
@@ -151,8 +178,9 @@ def generated_functions():
     return [
         GenFunction("ln_jacobian", (s.z, s.gamma, eps), ln_jacobian_expr(s.z, s.gamma), claim="2.1",
                     doc="J_LN(z) = diag(γ)/σ (I − 11ᵀ/d − x̂x̂ᵀ/d), σ = √(var z + eps)."),
-        GenFunction("ubar", (s.x, s.gamma1, s.beta1, s.W_VO, h, alpha, eps), ubar_expr(), claim="2.1",
-                    doc="ū = (1 − hα) x̄ + h W_VOᵀ LN₁(x̄): reference token after attention."),
+        GenFunction("ubar", (s.x, s.gamma1, s.beta1, s.W_VO, s.b_O, h, alpha, eps), ubar_expr(), claim="2.1",
+                    doc="ū = (1 − hα) x̄ + h (W_VOᵀ LN₁(x̄) + b_O): reference token after attention "
+                        "(b_O the attention output bias, zero without one)."),
         GenFunction("B_layer", (s.x, s.gamma1, s.W_VO, eps), B_expr(), claim="2.1",
                     doc="B_ℓ = W_VOᵀ J_LN₁(x̄_ℓ) (column form)."),
         GenFunction("C_layer", (s.u, s.gamma2, s.beta2, s.W1, s.b1, s.W2, h, eps), C_expr(), claim="2.1",
@@ -163,6 +191,20 @@ def generated_functions():
                     doc="G_ℓ(0) = (1 − hα)(I + C_ℓ): constant coefficient of the affine G_ℓ(λ).", sizes=MLP_SIZES),
         GenFunction("G_layer_coefficient_1", LAYER_ARGS, G_expr(1) - G_expr(0), claim="2.3",
                     doc="G_ℓ(1) − G_ℓ(0) = h (I + C_ℓ) B_ℓ: λ-coefficient of the affine G_ℓ(λ).", sizes=MLP_SIZES),
+        GenFunction("gelu_tanh", (y,), gelu_tanh_scalar(y), claim="2.1",
+                    doc="GPT-2's gelu_new: y/2 (1 + tanh(√(2/π)(y + 0.044715 y³))), elementwise."),
+        GenFunction("gelu_tanh_prime", (y,), gelu_tanh_prime_scalar(y), claim="2.1",
+                    doc="gelu_new′ by differentiating gelu_tanh, elementwise."),
+        GenFunction("C_layer_gelu_tanh", (s.u, s.gamma2, s.beta2, s.W1, s.b1, s.W2, h, eps),
+                    C_expr(SYM_TANH), claim="2.1",
+                    doc="C_ℓ = h J_MLP(LN₂(ū_ℓ)) J_LN₂(ū_ℓ) for an MLP with gelu_new.", sizes=MLP_SIZES),
+        GenFunction("G_layer_gelu_tanh", LAYER_ARGS + (lam,), G_expr(lam, SYM_TANH), claim="2.1",
+                    doc="G_ℓ(λ) = (I + C_ℓ)((1 − hα) I + hλ B_ℓ) for an MLP with gelu_new.", sizes=MLP_SIZES),
+        GenFunction("G_layer_coefficient_0_gelu_tanh", LAYER_ARGS, G_expr(0, SYM_TANH), claim="2.3",
+                    doc="G_ℓ(0) = (1 − hα)(I + C_ℓ) for an MLP with gelu_new.", sizes=MLP_SIZES),
+        GenFunction("G_layer_coefficient_1_gelu_tanh", LAYER_ARGS,
+                    G_expr(1, SYM_TANH) - G_expr(0, SYM_TANH), claim="2.3",
+                    doc="G_ℓ(1) − G_ℓ(0) = h (I + C_ℓ) B_ℓ for an MLP with gelu_new.", sizes=MLP_SIZES),
     ]
 
 
@@ -209,6 +251,56 @@ def prove_gelu_derivative():
     phi = sp.exp(-y**2 / 2) / sqrt(2 * sp.pi)
     ok = sp.simplify(gelu_prime_scalar(y) - (Phi + y * phi)) == 0
     return [("GELU′ = Φ + tφ", ok, "simplify", "d/dt [t Φ(t)] − (Φ(t) + t φ(t)) = 0")]
+
+
+def prove_gelu_tanh_derivative():
+    """gelu_new′(t) = (1 + tanh u)/2 + t (1 − tanh² u) u′/2, u = √(2/π)(t + 0.044715 t³)."""
+    u = sqrt(2 / sp.pi) * (y + GELU_TANH_CUBIC * y**3)
+    closed = (1 + sp.tanh(u)) / 2 + y * (1 - sp.tanh(u) ** 2) * sp.diff(u, y) / 2
+    ok = sp.simplify(gelu_tanh_prime_scalar(y) - closed) == 0
+    return [("gelu_new′ = (1 + tanh u)/2 + t(1 − tanh²u)u′/2", ok, "simplify",
+             "d/dt [t/2 (1 + tanh u(t))] minus the closed form = 0, u = √(2/π)(t + 0.044715 t³)")]
+
+
+def prove_attention_biases(T=3, dk=2):
+    """GPT-2's attention biases, for one head with generic scores s_ij and value rows v_j:
+    b_K adds q_i·b_K to every score of row i, and softmax is invariant under a per-row constant,
+    so b_K drops out exactly; softmax rows sum to 1, so Σ_j a_ij (v_j + b_V) = Σ_j a_ij v_j + b_V:
+    b_V leaves the attention as the constant row b_V W_O, which folds into the output bias b_O."""
+    scores = sp.Matrix(T, T, sp.symbols(f"s0:{T * T}", real=True))
+    c = sp.symbols(f"c0:{T}", real=True)  # q_i · b_K, one per query row
+    V = sp.Matrix(T, dk, sp.symbols(f"v0:{T * dk}", real=True))
+    bV = sp.Matrix([sp.symbols(f"bv0:{dk}", real=True)])
+    ok_k = ok_v = True
+    for i in range(T):  # causal rows: query i sees keys 0..i
+        a = _softmax([scores[i, j] for j in range(i + 1)])
+        shifted = _softmax([scores[i, j] + c[i] for j in range(i + 1)])
+        ok_k = ok_k and all(is_zero(e) for e in (a - shifted))
+        rows = V[: i + 1, :] + sp.ones(i + 1, 1) * bV
+        ok_v = ok_v and all(is_zero(e) for e in (a.T * rows - a.T * V[: i + 1, :] - bV))
+    return [("b_K drops out: softmax(s + c_i 1) = softmax(s) per query row", ok_k, "simplify",
+             f"causal rows, T={T}, generic scores s_ij and per-row constants c_i = q_i·b_K"),
+            ("b_V folds into b_O: A(V + 1b_Vᵀ) = AV + 1b_Vᵀ", ok_v, "simplify",
+             f"causal rows, T={T}, d_k={dk}: Σ_j a_ij = 1, so the bias passes through as b_V W_O")]
+
+
+def prove_frozen_kernel_biased(T=3, dk=2):
+    """With query and key biases (GPT-2's c_attn), at X = 1x̄ᵀ every score
+    (z̄ᵀW_Q + b_Qᵀ)(z̄ᵀW_K + b_Kᵀ)ᵀ/√d_k is one number: b_Q shifts the common query, so each
+    row's scores still differ only by the mask, and A = softmax(mask) is data-free and free of
+    W_Q, W_K, b_Q, b_K (symbolic W_Q, W_K, b_Q, b_K, z̄)."""
+    zb = sp.Matrix([sp.symbols(f"zb0:{dk}", real=True)])
+    Z = sp.ones(T, 1) * zb
+    WQ = sp.Matrix(dk, dk, sp.symbols(f"q0:{dk * dk}", real=True))
+    WK = sp.Matrix(dk, dk, sp.symbols(f"k0:{dk * dk}", real=True))
+    bQ = sp.Matrix([sp.symbols(f"bq0:{dk}", real=True)])
+    bK = sp.Matrix([sp.symbols(f"bk0:{dk}", real=True)])
+    scores = (Z * WQ + sp.ones(T, 1) * bQ) * (Z * WK + sp.ones(T, 1) * bK).T / sqrt(dk)
+    ok = all(sp.expand(e - scores[0, 0]) == 0 for e in scores)
+    depends = any(sp.diff(scores[0, 0], b) != 0 for b in bQ)
+    return [("frozen kernel with b_Q, b_K: constant scores at 1x̄ᵀ", ok and depends, "simplify",
+             f"T={T}, d_k={dk}, symbolic W_Q, W_K, b_Q, b_K, x̄: every score equals the (b_Q-dependent) "
+             "common score, so A = softmax(mask) and ∂A/∂(W_Q, W_K, b_Q) = 0")]
 
 
 def _sigma_to_symbol(e, var, s):
@@ -297,8 +389,9 @@ def prove_attention_linearisation(T=2, n=2):
              f"explicit causal attention, T={T}, d=d_k={n}, all weights symbolic")]
 
 
-def prove_mlp_jacobian(n=2, width=2):
-    """The generated C_ℓ/h equals SymPy's jacobian of the explicit MLP∘LN₂ at ū (d = n)."""
+def prove_mlp_jacobian(n=2, width=2, activation="gelu"):
+    """The generated C_ℓ/h equals SymPy's jacobian of the explicit MLP∘LN₂ at ū (d = n), for the
+    exact GELU or GPT-2's gelu_new (``activation``)."""
     us = sp.Matrix(sp.symbols(f"u0:{n}", real=True))
     g = sp.symbols(f"g0:{n}", real=True)
     bb = sp.symbols(f"bb0:{n}", real=True)
@@ -308,15 +401,16 @@ def prove_mlp_jacobian(n=2, width=2):
     mu = sum(us) / n
     var = sum((ui - mu) ** 2 for ui in us) / n
     ln = sp.Matrix([g[i] * (us[i] - mu) / sqrt(var + eps) + bb[i] for i in range(n)])
-    mlp = w2.T * (w1.T * ln + c1).applyfunc(gelu_scalar)
+    mlp = w2.T * (w1.T * ln + c1).applyfunc(gelu_scalar if activation == "gelu" else gelu_tanh_scalar)
     auto = mlp.jacobian(us)
-    s_n = LayerSymbols(n, width)
+    s_n = LayerSymbols(n, width, activation)
     rep = {s_n.u: us, s_n.gamma2: sp.Matrix(g), s_n.beta2: sp.Matrix(bb), s_n.b1: c1, s_n.W1: w1, s_n.W2: w2}
     derived = _explicit(C_expr(s_n), rep, n) / h
     s = sp.Symbol("s", positive=True)
     ok = all(is_zero(_sigma_to_symbol(e, var, s)) for e in (auto - derived))
-    return [("C/h = J_MLP(LN₂ ū) J_LN₂(ū)", ok, "simplify",
-             f"explicit GELU MLP∘LN₂, d={n}, width={width}, symbolic weights")]
+    name = "GELU" if activation == "gelu" else "gelu_new"
+    return [(f"C/h = J_MLP(LN₂ ū) J_LN₂(ū) ({name})", ok, "simplify",
+             f"explicit {name} MLP∘LN₂, d={n}, width={width}, symbolic weights")]
 
 
 def prove_G_affine(n=2, width=1):
@@ -440,12 +534,13 @@ def prove_residuals_linear(T=3):
 
 def prove_qk_absent():
     """W_Q, W_K are not arguments of any derived block expression."""
-    names = {"W_Q", "W_K"}
+    names = {"W_Q", "W_K", "b_Q", "b_K"}
     syms = set()
-    for expr in (G_expr(), B_expr(), C_expr(), ubar_expr()):  # ū enters G, C only through u
+    for expr in (G_expr(), B_expr(), C_expr(), ubar_expr(),  # ū enters G, C only through u
+                 G_expr(lam, SYM_TANH), C_expr(SYM_TANH)):
         syms |= {s.name for s in expr.free_symbols}
     ok = not (names & syms)
-    return [("W_Q, W_K absent from ū, B_ℓ, C_ℓ, G_ℓ(λ)", ok, "equals",
+    return [("W_Q, W_K, b_Q, b_K absent from ū, B_ℓ, C_ℓ, G_ℓ(λ) (both activations)", ok, "equals",
              f"free symbols: {sorted(syms)}")]
 
 
@@ -454,7 +549,9 @@ def all_proofs(claim_id: str, quick: bool = True):
     """The symbolic steps of one claim, cached (they are pure)."""
     if claim_id == "2.1":
         steps = (prove_ln_jacobian((3,) if quick else (3, 4)) + prove_gelu_derivative()
-                 + prove_softmax_rows_sum_zero() + prove_frozen_kernel() + prove_mlp_jacobian())
+                 + prove_softmax_rows_sum_zero() + prove_frozen_kernel() + prove_mlp_jacobian()
+                 + prove_gelu_tanh_derivative() + prove_attention_biases()
+                 + prove_mlp_jacobian(width=1, activation="gelu_new"))
         if not quick:  # minutes of simplify on 2 cores: full mode only
             steps += prove_G_affine() + prove_attention_linearisation()
         return tuple(steps)
@@ -463,5 +560,5 @@ def all_proofs(claim_id: str, quick: bool = True):
     if claim_id == "2.3":
         return tuple(prove_polynomial_form() + prove_pascal_eigenbasis(32 if quick else 48))
     if claim_id == "2.4":
-        return tuple(prove_frozen_kernel() + prove_qk_absent())
+        return tuple(prove_frozen_kernel() + prove_frozen_kernel_biased() + prove_qk_absent())
     raise ValueError(f"claim_id={claim_id!r} is not a factorisation claim (2.1–2.4)")

@@ -17,7 +17,7 @@ from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, flat_jacobian, loglog_slope, reference_input, \
     state_jacobian
 from numerics.spec import StackSpec
-from numerics.stack import LN_EPS, random_xbar
+from numerics.stack import random_xbar
 from proofs_check.on_stack import matrix_spec
 from proofs_check.standing import HOLDS, PAPER
 from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, claim, symbolic_steps
@@ -68,7 +68,7 @@ def generated_block_errors(stack, xbar):
     blk = float((blocks - G).detach().abs().max())
     xs, us = nf.reference_tokens(stack, xbar)
     w = nf.layer_weights(stack)
-    eps = torch.tensor(LN_EPS, dtype=xbar.dtype)
+    eps = torch.tensor(stack.config.ln_eps, dtype=xbar.dtype)
     ln_err, ln_scale = 0.0, 0.0
     for ell, layer in enumerate(stack.layers):
         for ln_, z, gamma in ((layer.ln1, xs[ell], w["gamma1"][ell]), (layer.ln2, us[ell], w["gamma2"][ell])):
