@@ -141,6 +141,7 @@ def plot(result: dict, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     from proofs_check.io import atomic_path
 
@@ -154,6 +155,8 @@ def plot(result: dict, out: Path) -> Path:
         ax.loglog(depths, smooth, "k:", label="smooth path (calibration)")
         ax.axhline(IID_RATIO, color="grey", lw=0.8)
         ax.set_title(g)
+        ax.set_xticks(depths, [str(L) for L in depths])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_xlabel("depth L")
     axes[0].set_ylabel("‖θ_ℓ+1 − θ_ℓ‖ / ‖θ_ℓ‖ (mean over ℓ)")
     axes[0].legend(fontsize=7)
@@ -173,7 +176,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from proofs_check.io import write_json
 
+    import datetime
+
+    from proofs_check.train import git_hash
+
     result = measure(cache_dir=args.cache, progress=True)
+    result["recorded"] = {"git": git_hash(), "torch": torch.__version__,
+                          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     write_json(Path(args.json), result)
     if args.figure:
         plot(result, Path(args.figure))
