@@ -75,7 +75,7 @@ def _scale_preset(name: str) -> str:
 
 def _table_stream(args):
     """Where the human-readable table goes: stderr when the JSON goes to stdout (``--json -``)."""
-    return sys.stderr if getattr(args, "json", None) == "-" else sys.stdout
+    return sys.stderr if "-" in (getattr(args, "json", None), getattr(args, "summary", None)) else sys.stdout
 
 
 def _device(name: str) -> str:
@@ -112,6 +112,10 @@ def cmd_check(args) -> int:
         print(str(integrity), file=_table_stream(args))
     if args.json:
         write_json(args.json, ledger)
+    if args.summary:
+        from proofs_check.standing import summary_markdown
+
+        write_text(args.summary, summary_markdown(ledger))
     return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
 
 
@@ -290,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "one); 0 ≤ seed < 2**63 - 1")
     p.add_argument("--full", action="store_true", help="full-size checks instead of the quick CI sizes")
     p.add_argument("--json", metavar="PATH", type=output_file, help="write the ledger as JSON ('-': stdout)")
+    p.add_argument("--summary", metavar="PATH", type=_path_type(check_output_file, "--summary"),
+                   help="write the claims' summary (kind, setting, status, finding) as a markdown table "
+                        "('-': stdout), the table README.md shows")
     p.add_argument("--allow-drift", action="store_true",
                    help="development only: run even when numerics/generated/ does not match the hashes its "
                         "derivations recorded (the override is written into the ledger)")
@@ -400,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     from proofs_check.text_experiment import add_parser as add_train_parser
 
     add_train_parser(sub)
+    from proofs_check.import_hf import add_parser as add_import_hf_parser
+
+    add_import_hf_parser(sub)
     return parser
 
 

@@ -138,3 +138,16 @@ def test_the_report_opens_with_the_summary(monkeypatch, claims, tmp_path):
     assert md.index("What each verdict means") < md.index("## Ledger")
     section = md.split("## Claim 1.2")[1]
     assert f"**Status: {S.FAILS}**" in section and "**verified**" not in section
+
+
+def test_check_writes_the_summary_table(tmp_path, capsys):
+    """``fastslow check --summary FILE``: the markdown table the README shows, one row per claim run; a
+    summary path in a missing folder is refused (exit 2) before any check runs."""
+    from proofs_check.cli import main
+
+    out = tmp_path / "claims_summary.md"
+    assert main(["check", "--claim", "6.3", "--no-progress", "--summary", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| 6.3 ")]
+    assert len(rows) == 1 and "**holds as stated**" in rows[0] and "| lemma |" in rows[0]
+    assert main(["check", "--claim", "6.3", "--summary", str(tmp_path / "missing" / "s.md")]) == 2
+    assert "--summary" in capsys.readouterr().err
