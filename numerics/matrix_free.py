@@ -34,6 +34,11 @@ def unit_roundoff(dtype: torch.dtype) -> float:
     return UNIT_ROUNDOFF[dtype]
 
 
+def dot_product_length(T: int, d: int, layers: int, mlp_ratio: int = 4) -> int:
+    """n = L·(2T + (3 + 2·mlp_ratio)·d): the summed inner dimensions of one J·V (see :func:`rounding_tolerance`)."""
+    return layers * (2 * T + (3 + 2 * mlp_ratio) * d)
+
+
 def rounding_tolerance(T: int, d: int, layers: int, dtype: torch.dtype, mlp_ratio: int = 4,
                        model: str = "worst") -> float:
     """γ = n·u with n = L·(2T + (3 + 2·mlp_ratio)·d): the worst-case relative rounding of J·V by either route
@@ -47,7 +52,7 @@ def rounding_tolerance(T: int, d: int, layers: int, dtype: torch.dtype, mlp_rati
     and over the MLP width twice (W₁, W₂); the polynomial route sums over d per product and over T
     per kernel application, which is less.  Summed over L layers.
     """
-    n = layers * (2 * T + (3 + 2 * mlp_ratio) * d)
+    n = dot_product_length(T, d, layers, mlp_ratio)
     if model == "worst":
         return n * unit_roundoff(dtype)
     if model == "probabilistic":
@@ -197,6 +202,28 @@ def stack_vjp(module, X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
     base = {n: p.detach() for n, p in module.named_parameters()}
     _, pullback = torch.func.vjp(lambda x: functional_call(module, base, (x,)), X.detach())
     return torch.stack([pullback(w)[0] for w in W]).detach()
+
+
+def adjoint_errors(action: "JacobianAction", module, X: torch.Tensor, U: torch.Tensor,
+                   V: torch.Tensor) -> dict:
+    """The matrix-free Jᵀ against two independent routes, for probes U, V (k, T, d):
+
+    ``vjp``: max_i ‖Jᵀ·U_i − vjp(U_i)‖/‖vjp(U_i)‖ / κ_i (``torch.func.vjp`` of the real module at X;
+    κ_i the transpose polynomial's cancellation factor), to be ≤ γ; ``adjoint``: max_i
+    |⟨U_i, J·V_i⟩ − ⟨Jᵀ·U_i, V_i⟩| / (‖U_i‖‖J·V_i‖ + ‖Jᵀ·U_i‖‖V_i‖) / κ_i, κ_i the larger factor of
+    the two directions, to be ≤ γ + T·d·u (the two length-T·d inner products); ``kappa``: the
+    largest factor.  A wrong transpose anywhere in Jᵀ (the kernel's, a coefficient's) is O(1) in both."""
+    JV, kappa_f = action.apply(V)
+    JtU, kappa_t = action.apply(U, transpose=True)
+    exact = stack_vjp(module, X, U)
+    vjp = relative_errors(JtU, exact) / kappa_t
+    left = (U.to(JV.dtype) * JV).sum(dim=(-2, -1))
+    right = (JtU * V.to(JtU.dtype)).sum(dim=(-2, -1))
+    scale = (torch.linalg.matrix_norm(U.to(JV.dtype)) * torch.linalg.matrix_norm(JV)
+             + torch.linalg.matrix_norm(JtU) * torch.linalg.matrix_norm(V.to(JtU.dtype)))
+    kappa = torch.maximum(kappa_f, kappa_t)
+    adjoint = (left - right).abs() / scale.clamp_min(torch.finfo(scale.dtype).tiny) / kappa
+    return {"vjp": float(vjp.max()), "adjoint": float(adjoint.max()), "kappa": float(kappa.max())}
 
 
 # ---- randomised estimates ------------------------------------------------------------------

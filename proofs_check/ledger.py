@@ -47,19 +47,80 @@ def symbolic_steps(items) -> list[SymbolicStep]:
     return [SymbolicStep(name=n, proved=bool(ok), method=m, detail=dt) for n, ok, m, dt in items]
 
 
+#: How closely a tolerance must equal its recomputed derivation (relative): both are a few float64
+#: multiplications of the same inputs, so they agree to a few ulps; 1e-9 refuses any change of formula.
+DERIVATION_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How a rounding tolerance was derived, for the ledger to recompute: the check states its inputs and
+    the value it used, the ledger recomputes ``margin · κ · f(n) · u^order`` and refuses a mismatch.
+
+    ``u``: the unit roundoff of the dtype; ``n``: the length of the longest chain of rounded operations
+    (summed dot-product lengths); ``kappa``: the condition number or cancellation factor that multiplies
+    the relative error; ``margin``: the stated safety factor; ``model``: ``worst`` (f(n) = n, the
+    worst-case bound γ_n = n·u) or ``probabilistic`` (f(n) = 4√n, Higham & Mary 2019); ``order``: the
+    power of u, 1 for every bound of first-order rounding analysis (the ledger refuses any other)."""
+
+    name: str
+    value: float
+    u: float
+    n: float
+    kappa: float = 1.0
+    margin: float = 1.0
+    model: str = "worst"
+    order: float = 1
+
+    def recomputed(self) -> float:
+        f = self.n if self.model == "worst" else 4.0 * math.sqrt(self.n)
+        return self.margin * self.kappa * f * self.u ** self.order
+
+    def formula(self) -> str:
+        f = "n" if self.model == "worst" else "4√n"
+        return (f"{self.margin:g}·κ·{f}·u^{self.order:g} with κ = {self.kappa:.3g}, n = {self.n:g}, "
+                f"u = {self.u:.3g}")
+
+    def problem(self) -> str | None:
+        """Why the tolerance does not match its derivation, or None."""
+        if self.model not in ("worst", "probabilistic"):
+            return f"tolerance {self.name}: unknown rounding model {self.model!r}"
+        if self.order != 1:
+            return (f"tolerance {self.name} is derived at order {self.order:g} in the unit roundoff; a rounding "
+                    "bound is first order (γ = n·u)")
+        if not all(math.isfinite(x) and x > 0 for x in (self.u, self.n, self.kappa, self.margin)):
+            return f"tolerance {self.name}: its derivation's inputs are not positive numbers ({self.formula()})"
+        expected = self.recomputed()
+        if not (math.isfinite(self.value) and abs(self.value - expected) <= DERIVATION_RTOL * expected):
+            return (f"tolerance {self.name} = {self.value:.3e} does not match its stated derivation "
+                    f"{self.formula()} = {expected:.3e}")
+        return None
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "recomputed": self.recomputed(), "problem": self.problem()}
+
+
 @dataclass
 class NumericResult:
-    """A property check against simulation: cases run, the worst error, and its derived tolerance."""
+    """A property check against simulation: cases run, the worst error, and its derived tolerance.
+
+    ``derivations``: the rounding tolerances the error was measured against, each with its stated
+    derivation (:class:`Derivation`); the result is ok only if every one matches its recomputation."""
 
     cases: int
     max_error: float
     tolerance: float
     detail: str = ""
     table: list[dict] = field(default_factory=list)  # optional rows for the report
+    derivations: list[Derivation] = field(default_factory=list)
+
+    def derivation_problems(self) -> list[str]:
+        return [p for p in (d.problem() for d in self.derivations) if p]
 
     @property
     def ok(self) -> bool:
-        return self.cases > 0 and math.isfinite(self.max_error) and self.max_error <= self.tolerance
+        return (self.cases > 0 and math.isfinite(self.max_error) and self.max_error <= self.tolerance
+                and not self.derivation_problems())
 
 
 @dataclass
@@ -120,6 +181,7 @@ class CheckContext:
     quick: bool = True
     seed: int = 0
     cache_dir: str | None = None
+    step_seconds: float = 300.0   # the time limit of one symbolic step (proofs_check.timeouts.STEP_SECONDS)
 
     @property
     def thorough(self) -> bool:
@@ -184,17 +246,31 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
                 "status": "skipped", "reconstruction": False,
                 "symbolic": {"steps": 0, "proved": 0}, "numeric": None, "control": None,
                 "tests": [], "figure": None, "seconds": 0.0, "detail": "no check registered"}
+    from proofs_check.exercised import count_calls, never_called
+    from proofs_check.timeouts import StepTimeout, limit_symbolic_steps
+
     start = time.perf_counter()
     record = {k: v for k, v in asdict(entry).items() if k != "check"}
     try:
-        result = entry.check(ctx)
+        with count_calls(entry.generated) as calls, limit_symbolic_steps(ctx.step_seconds):
+            result = entry.check(ctx)
+    except StepTimeout as exc:  # a symbolic step past its time limit is refused, not awaited
+        step = {"name": str(exc), "proved": False, "method": "timeout", "detail": str(exc)}
+        record.update(status="failed", symbolic={"steps": 1, "proved": 0, "list": [step]}, numeric=None,
+                      control=None, detail=f"refused: {exc}", seconds=time.perf_counter() - start)
+        return record
     except Exception as exc:  # a crashing check is a failed claim, with its traceback kept
         record.update(status="failed", symbolic={"steps": 0, "proved": 0}, numeric=None,
                       control=None, detail=f"check raised {type(exc).__name__}: {exc}",
                       traceback=traceback.format_exc(), seconds=time.perf_counter() - start)
         return record
+    refusals = [f"declared generated function {q} was never called by the check" for q in never_called(calls)]
+    refusals += result.numeric.derivation_problems()
+    status = decide(result)
     record.update(
-        status=decide(result),
+        status="failed" if refusals else status,
+        generated_calls=calls,
+        derivations=[d.as_dict() for d in result.numeric.derivations],
         symbolic={"steps": len(result.symbolic), "proved": sum(s.proved for s in result.symbolic),
                   "list": [asdict(s) for s in result.symbolic]},
         numeric={"cases": result.numeric.cases, "max_error": result.numeric.max_error,
@@ -204,4 +280,6 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
         notes=result.notes, finding=result.finding, paper_setting=result.paper_setting,
         seconds=time.perf_counter() - start,
     )
+    if refusals:
+        record["detail"] = "refused: " + "; ".join(refusals)
     return record

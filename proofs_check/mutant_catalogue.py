@@ -57,6 +57,9 @@ def mutants(Mutant) -> list:
         Mutant("gate-bound-times-mean", "5.1", "g* ≈ μ · mean‖K‖ for μ / mean‖K‖",
                f"theory.{st}:small_h_gate_bound",
                lambda orig: (lambda: (lambda m: m.mu * m.q)(_mod(st)))),
+        Mutant("log-norm-half-dropped", "5.1", "the log-norm's symmetric part written F + Fᵀ (the ½ dropped)",
+               f"theory.{st}:symmetric_part_expr",
+               lambda orig: (lambda F: F + F.T)),
         # ---- 6.x slow manifold -------------------------------------------------------------------
         Mutant("phi1-wrong-order", "6.1", "a slow-manifold term of the wrong order: φ₁ carried with ε² for ε",
                f"theory.{sm}:SlowManifoldExpansion.truncated",

@@ -168,6 +168,8 @@ def _killed_by_ledger(entry: dict) -> str | None:
         return None
     if entry.get("traceback"):
         return f"check raised: {entry.get('detail', '')[:120]}"
+    if (entry.get("detail") or "").startswith("refused: "):   # a timeout, an unexercised formula, a tolerance
+        return entry["detail"][:160]
     unproved = [s["name"] for s in entry["symbolic"].get("list", []) if not s["proved"]]
     if unproved:
         return f"symbolic step: {unproved[0]}"

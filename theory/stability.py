@@ -72,6 +72,11 @@ def continuous_gate_bound() -> sp.Expr:
     return -m_ln / kappa
 
 
+def symmetric_part_expr(F):
+    """(F + Fᵀ)/2: the spectral logarithmic norm is its top eigenvalue, m(F) = max_{‖x‖=1} xᵀFx."""
+    return (F + F.T) / 2
+
+
 # -- monotonicity, uniqueness, closed form ---------------------------------------------------
 
 def monotonicity_steps() -> dict[str, bool]:
@@ -295,7 +300,7 @@ def generated_functions():
                     "Continuous depth: stable for |g| < −m(F)/κ (m the logarithmic norm)."),
         GenFunction("gated_layer_map", (Gn, Kn, h, g), Gn + h * g * Kn, "5.1",
                     "The gated linearised layer map on the slow modes, G + h g K."),
-        GenFunction("symmetric_part", (Fn,), (Fn + Fn.T) / 2, "5.1",
+        GenFunction("symmetric_part", (Fn,), symmetric_part_expr(Fn), "5.1",
                     "(F + Fᵀ)/2, whose top eigenvalue is the spectral log-norm m(F)."),
         GenFunction("compressed_kernel", (Pi_s, A_s, Lift_s), Pi_s * A_s * Lift_s, "5.1",
                     "A_c = Π A Π⁺: a token kernel compressed to the n block-mean modes."),

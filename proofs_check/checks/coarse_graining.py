@@ -96,6 +96,15 @@ def mpmath_bound(tau: float, kappa: float, rho: float) -> tuple[int, bool]:
         return int(mpmath.ceil(q)), abs(q - mpmath.nint(q)) < 1e-9
 
 
+def depth_by_definition(worst: torch.Tensor, tau: float) -> int | None:
+    """ℓ*(τ) = min{ℓ : r_m ≤ τ for every m ≥ ℓ} read off its definition, sharing no code with the
+    search ``ncg.first_saturated_layer``: the suffix maxima max_{m ≥ ℓ} r_m (a running max from the
+    last layer back) are ≤ τ exactly for ℓ ≥ ℓ*, so ℓ* is the first layer where they are (None: none)."""
+    suffix = torch.flip(torch.cummax(torch.flip(worst, (0,)), dim=0).values, (0,))
+    below = torch.nonzero(suffix <= tau)
+    return int(below[0, 0]) if below.numel() else None
+
+
 @on_stack("3.1", specs=specs_3_1)
 def evaluate_3_1(spec, ctx) -> Verdict:
     """Saturation depth ℓ*(τ = 0.5) on one stack, two ways, and its bound ⌈log(τ/κ)/log ρ̃⌉.
@@ -128,6 +137,9 @@ def evaluate_3_1(spec, ctx) -> Verdict:
                   and all(abs(a - b) < 1e3 * ncg.EIG_TOL for a, b in zip(lam_dense, sd.lambdas)))
     ratio_err = float((r_dense - sd.ratios).abs().max()) if same_modes else math.inf
     depth_dense = ncg.first_saturated_layer(worst_dense, TAU)
+    # ℓ* of both routes against its definition (exact: the same ratios, compared with τ)
+    depth_def, depth_def_gen = depth_by_definition(worst_dense, TAU), depth_by_definition(worst_gen, TAU)
+    search_ok = depth_dense == depth_def and sd.measured == depth_def_gen
     depth_agree = depth_dense == sd.measured or bool(
         ((worst_gen - TAU).abs() <= tol_r).any())           # a ratio within rounding of τ: either ℓ* is right
     envelope = torch.cumprod(sd.path_ratios, 0)[:, None]
@@ -142,6 +154,7 @@ def evaluate_3_1(spec, ctx) -> Verdict:
               "‖G_{≤ℓ}(1)‖ two routes / tol": norm_err / tol_r if resolved else 0.0,
               "ρ̃_ℓ two routes / tol": path_err / tol_r if resolved else 0.0,
               "ℓ* disagreement": 0.0 if depth_agree or not resolved else math.inf,
+              "ℓ* search vs its definition": 0.0 if search_ok else math.inf,
               "r above Π ρ̃ envelope": env_excess / tol_env,
               # proved for hα ≠ 1; at hα = 1 the residual stream is killed and G_ℓ(0) = 0, so ρ = 0
               "stated ρ below 1": 0.0 if killed else max(0.0, 1 - 1e-12 - sd.theory_rho) / 1e-12}
@@ -151,14 +164,16 @@ def evaluate_3_1(spec, ctx) -> Verdict:
         gap = min(abs(sd.bound_value - b) for b in ((mp_bound, mp_bound - 1) if borderline else (mp_bound,)))
         errors["generated bound vs mpmath"] = gap / 1e-12    # both are integers held exactly in float64
     vacuous = sd.bound_vacuous
-    violated = not vacuous and (depth_dense is None or depth_dense > sd.bound)
+    violated = not vacuous and (depth_def is None or depth_def > sd.bound)   # the bound against the definition's ℓ*
     errors["ℓ* above a non-vacuous bound"] = math.inf if violated else 0.0
     error = max(errors.values())
-    measured = {"saturation_depth": depth_dense, "r_worst": worst_dense.tolist(), "r_last": r_dense[-1].tolist(),
+    measured = {"saturation_depth": depth_dense, "saturation_depth_definition": depth_def,
+                "r_worst": worst_dense.tolist(), "r_last": r_dense[-1].tolist(),
                 "lambdas": lam_dense, "rho_tilde": sd.rho, "kappa": sd.kappa, "theory_rho": sd.theory_rho,
                 "ratio_disagreement": ratio_err, "persistent_norm_disagreement": norm_err,
                 "path_ratio_disagreement": path_err, "errors": errors}
-    predicted = {"saturation_depth": sd.measured, "r_worst": worst_gen.tolist(), "r_last": sd.ratios[-1].tolist(),
+    predicted = {"saturation_depth": sd.measured, "saturation_depth_definition": depth_def_gen,
+                 "r_worst": worst_gen.tolist(), "r_last": sd.ratios[-1].tolist(),
                  "saturation_bound": sd.bound_value, "saturation_bound_mpmath": mp_bound, "bound_vacuous": vacuous,
                  "ratio_tolerance": tol_r, "tau": TAU}
     kw = dict(measured=measured, predicted=predicted, error=error, tolerance=1.0)
@@ -189,6 +204,12 @@ def _arch_3_1(spec, ctx) -> Verdict:
     r = torch.stack([torch.linalg.matrix_norm(p[1:], ord=2) / torch.linalg.matrix_norm(p[0], ord=2)
                      for p in prods[1:]])  # (steps, decaying modes)
     measured_depth = ncg.first_saturated_layer(r.max(-1).values, TAU)
+    depth_def = depth_by_definition(r.max(-1).values, TAU)
+    if measured_depth != depth_def:
+        return Verdict("3.1", "fails", measured={"saturation_depth": measured_depth,
+                                                 "saturation_depth_definition": depth_def},
+                       reason="the ℓ* search disagrees with its definition min{ℓ : r_m ≤ τ ∀ m ≥ ℓ}",
+                       counterexample=spec.as_dict())
     rho = max(float((torch.linalg.matrix_norm(b[1:], ord=2) / torch.linalg.svdvals(b[0])[-1]).max())
               for _, b, _ in per)
     bound = math.ceil(math.log(TAU / condS) / math.log(rho)) if rho < 1 else None
@@ -242,6 +263,7 @@ def check_3_1(ctx) -> ClaimResult:
         c = spec.knob("value_scale")
         row = {"kernel": spec.kernel, "d": spec.d, "c": c, "seed": spec.seed,
                "ℓ* (mode products)": p["saturation_depth"], "ℓ* (autograd)": m["saturation_depth"],
+               "ℓ* (definition)": m.get("saturation_depth_definition"),
                "max |Δr| two routes": m["ratio_disagreement"], "bound (generated)": p["saturation_bound"],
                "bound (mpmath)": p["saturation_bound_mpmath"], "bound vacuous": p["bound_vacuous"],
                "ρ̃": round(m["rho_tilde"], 4), "stated ρ": round(m["theory_rho"], 4), "κ": round(m["kappa"], 2),
@@ -276,7 +298,8 @@ def check_3_1(ctx) -> ClaimResult:
     numeric = NumericResult(
         cases=len(table), max_error=max(errs), tolerance=1.0,
         detail=f"normalised errors (≤ 1 passes): r_ℓ(λ) from the generated mode products vs the dense autograd "
-               f"Jacobians (/ 10·L·T·d·ε·κ), the same ℓ* both ways, r_m ≤ Π ρ̃_ℓ, generated bound = mpmath's, "
+               f"Jacobians (/ 10·L·T·d·ε·κ), the same ℓ* both ways and each equal to its definition min{{ℓ : "
+               f"max_{{m ≥ ℓ}} r_m ≤ τ}} (suffix maxima), r_m ≤ Π ρ̃_ℓ, generated bound = mpmath's, "
                f"ℓ* ≤ bound on the {len(useful)} stacks where the bound is non-vacuous (≥ 5 required)",
         table=table)
     theory_rho_min = min((r["stated ρ"] for r in table if "stated ρ" in r), default=math.nan)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from numerics import factorisation as nf
+from numerics import matrix_free as mf
 from numerics import random_stack
 from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, flat_jacobian, loglog_slope, reference_input, \
@@ -20,7 +21,7 @@ from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.on_stack import matrix_spec
 from proofs_check.standing import HOLDS, PAPER
-from proofs_check.ledger import ClaimResult, ControlResult, NumericResult, claim, symbolic_steps
+from proofs_check.ledger import ClaimResult, ControlResult, Derivation, NumericResult, claim, symbolic_steps
 from proofs_check.on_stack import EXACT, Verdict, evaluate, on_stack, shrink
 from theory import factorisation as th
 
@@ -476,6 +477,25 @@ def polynomial_form_error(T, d=16, L=8, seed=0, probes=8, stack=None):
     return err, 64 * (L + 1) * EPS64 * scale
 
 
+def matrix_free_adjoint(spec: StackSpec, probes: int = 4) -> tuple[dict, list[Derivation]]:
+    """The matrix-free action's transpose (``numerics.matrix_free``, the route of ``check --scale`` and of
+    trained stacks above T·d = 256) on ``spec``'s stack at 1x̄ᵀ: Jᵀ·U against ``torch.func.vjp`` and the
+    adjoint identity ⟨U, J·V⟩ = ⟨Jᵀ·U, V⟩ on Gaussian probes, each over its rounding tolerance: γ = n·u with
+    n = L(2T + 11d) (``matrix_free.rounding_tolerance``) for the vjp, n + T·d for the two inner products."""
+    st, xbar = spec.build(), random_xbar(spec.d, 400)
+    action = mf.JacobianAction(st, xbar)
+    U = mf.probes(probes, spec.T, spec.d, seed=spec.seed + 31)
+    V = mf.probes(probes, spec.T, spec.d, seed=spec.seed + 32)
+    err = mf.adjoint_errors(action, st, mf.reference_state(st, xbar), U, V)
+    n = mf.dot_product_length(spec.T, spec.d, spec.layers)
+    u = mf.unit_roundoff(F64)
+    tols = [Derivation(f"Jᵀ vs vjp (T={spec.T})", mf.rounding_tolerance(spec.T, spec.d, spec.layers, F64), u, n),
+            Derivation(f"⟨U, JV⟩ = ⟨JᵀU, V⟩ (T={spec.T})", (n + spec.T * spec.d) * u, u, n + spec.T * spec.d)]
+    row = {"T": spec.T, "Jᵀ vs vjp / κ": err["vjp"], "adjoint identity / κ": err["adjoint"],
+           "Jᵀ vs vjp / γ": err["vjp"] / tols[0].value, "adjoint / tol": err["adjoint"] / tols[1].value}
+    return row, tols
+
+
 @on_stack("2.3", specs=_polynomial_specs)
 def evaluate_2_3(spec: StackSpec, ctx) -> Verdict:
     """J = Σ_m A^m ⊗ K_m; preln: probes by jvp against the generated coefficients' K_m; a variant: the
@@ -521,6 +541,9 @@ def check_2_3(ctx) -> ClaimResult:
     verdicts = [evaluate("2.3", s, ctx) for s in specs]
     rows = [dict(v.measured) for v in verdicts]
     worst = max((v.error / v.tolerance if v.error is not None else float("inf")) for v in verdicts)
+    adjoint = [matrix_free_adjoint(s) for s in specs]
+    derivations = [d for _, tols in adjoint for d in tols]
+    worst = max([worst] + [max(r["Jᵀ vs vjp / γ"], r["adjoint / tol"]) for r, _ in adjoint])
     eig = eigen_coordinate_errors([4, 8, 16, 24, 32])
     ratios = [r["eigen_error"] / r["predicted_error"] for r in eig]
     ok = (eig[-1]["eigen_error"] > 1e-2 and eig[0]["eigen_error"] < 1e-12
@@ -529,7 +552,9 @@ def check_2_3(ctx) -> ClaimResult:
         symbolic=symbolic_steps(th.all_proofs("2.3", ctx.quick)),
         numeric=NumericResult(cases=len(rows), max_error=worst, tolerance=1.0,
                               detail="max over T of ‖J E − Σ A^m E K_mᵀ‖/‖E‖ (8 Gaussian probes, jvp) divided by "
-                                     "64 (L+1) eps Σ‖A‖^m‖K_m‖", table=rows + eig),
+                                     "64 (L+1) eps Σ‖A‖^m‖K_m‖; the matrix-free Jᵀ (numerics.matrix_free) against "
+                                     "vjp / γ and the adjoint identity ⟨U, JV⟩ = ⟨JᵀU, V⟩ / (γ + T·d·u), 4 probes",
+                              table=rows + [r for r, _ in adjoint] + eig, derivations=derivations),
         control=ControlResult("fails-as-predicted" if ok else "did-not-fail",
                               "float64 eigen-coordinates (relative off-block max) vs the first-order prediction "
                               f"max|R_kl G(λ_l)|, R = fl(S⁻¹)S − I (ratio band {EIGEN_BAND}): "

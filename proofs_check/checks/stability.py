@@ -14,6 +14,7 @@ from proofs_check.standing import RECONSTRUCTION
 from proofs_check.ledger import (
     ClaimResult,
     ControlResult,
+    Derivation,
     NumericResult,
     SymbolicStep,
     claim,
@@ -201,6 +202,47 @@ def _bisection_root(a: np.ndarray, k: np.ndarray, h: float) -> np.ndarray:
     return np.where(has_root, (lo + hi) / 2, np.nan)
 
 
+U64 = 2.0**-53   # float64 unit roundoff
+#: torch.linalg.matrix_exp: a degree ≤ 18 polynomial and ≤ 8 squarings at ‖M‖ ≲ 5, each an n×n product with
+#: ≤ n·u relative rounding: ≤ (18 + 8)·n products' worth, ×10.
+EXPM_OPS = 18 + 8
+
+
+def log_norm_direct(F: torch.Tensor) -> np.ndarray:
+    """m(F) = λ_max((F + Fᵀ)/2) by numpy's symmetric eigensolver on a symmetric part formed here: a route
+    that shares no code with the generated ``symmetric_part``."""
+    A = F.detach().cpu().numpy()
+    return np.linalg.eigvalsh(0.5 * (A + np.swapaxes(A, -1, -2)))[..., -1]
+
+
+def continuous_depth_errors(batch: int, seed: int) -> dict:
+    """Continuous depth (ẋ = (F + gK)x, the 5.1 statement's last clause) on random 2×2 pairs with
+    m(F) = −u, u ∈ (0.1, 1): the log-norm m(F) from the generated ``symmetric_part`` against
+    :func:`log_norm_direct` (|Δm|/‖F‖ ≤ 10·n·u: a backward-stable symmetric eigensolver); the bound μ/κ
+    from the generated ``continuous_gate_bound`` against −m/‖K‖₂ (numpy), relative ≤ FORMULA_TOL; and
+    the statement itself: ‖e^{F + gK}‖₂ ≤ e^{m(F) + |g|κ} ≤ 1 at g = f·μ/κ, f ∈ (−1, 1) (log-norm
+    ≤ 10·(18 + 8)·n·u: matrix_exp's rounding).  Returns normalised errors and the tolerances' derivations."""
+    F, K = ns.random_continuous_2x2(batch, seed)
+    n = F.shape[-1]
+    Fn, Kn = F.numpy(), K.numpy()
+    m_direct = log_norm_direct(F)
+    ln_tol = Derivation("log-norm 10·n·u", 10 * n * U64, U64, n, margin=10)
+    ln_err = float(np.max(np.abs(ns.log_norm(F).numpy() - m_direct) / np.linalg.norm(Fn, 2, axis=(-2, -1))))
+    kappa = np.linalg.norm(Kn, 2, axis=(-2, -1))
+    g_gen = ns.continuous_norm_gate_bound(F, K).numpy()
+    drawn_ok = bool((m_direct < 0).all())    # the draws are contractive by construction (m(F) = −u)
+    g_direct = -m_direct / kappa
+    bound_err = (float(np.max(np.abs(g_gen - g_direct) / g_direct)) if drawn_ok and np.isfinite(g_gen).all()
+                 else math.inf)
+    frac = 2 * torch.rand(batch, generator=torch.Generator().manual_seed(seed + 1), dtype=F64) - 1
+    g = torch.nan_to_num(torch.from_numpy(g_gen) * frac, nan=0.0)
+    growth = float(torch.log(ns.spectral_norm(torch.linalg.matrix_exp(F + g[:, None, None] * K))).max())
+    expm_tol = Derivation("matrix_exp 10·(18 + 8)·n·u", 10 * EXPM_OPS * n * U64, U64, EXPM_OPS * n, margin=10)
+    return {"log_norm": ln_err / ln_tol.value, "bound": bound_err / FORMULA_TOL,
+            "growth": max(growth, 0.0) / expm_tol.value, "max_log_norm_below": growth, "drawn_contractive": drawn_ok,
+            "derivations": [ln_tol, expm_tol]}
+
+
 #: |g*_Newton − g*_bisection| / g*: δg = δS/S'(g*) with δS ≈ L·eps·max|log(a + hgk)| ≈ 1e-14 and
 #: g*S'(g*) ≳ 1e-2 on these draws: ≲ 1e-12; 1e-10 leaves room.
 ROOT_TOL = 1e-10
@@ -221,7 +263,8 @@ FORMULA_TOL = 1e-12
        generated=["numerics.generated.stability.layer_log_growth", "numerics.generated.stability.layer_log_growth_dg",
                   "numerics.generated.stability.layer_margin_term", "numerics.generated.stability.newton_step",
                   "numerics.generated.stability.small_h_gate_bound", "numerics.generated.stability.gated_layer_map",
-                  "numerics.generated.stability.slow_mode_fast_map", "numerics.generated.stability.mlp_stage_factor"],
+                  "numerics.generated.stability.slow_mode_fast_map", "numerics.generated.stability.mlp_stage_factor",
+                  "numerics.generated.stability.symmetric_part", "numerics.generated.stability.continuous_gate_bound"],
        tests=["tests/test_stability.py::test_below_bound_never_expands",
               "tests/test_stability.py::test_past_bound_expands_by_predicted_amount",
               "tests/test_stability.py::test_interval_enclosure_contains_root",
@@ -268,6 +311,9 @@ def check_5_1(ctx) -> ClaimResult:
     worst_abstract = float(log_norm.max()) if log_norm.numel() else -math.inf
     abstract_ratio = max(root_err / ROOT_TOL, mu_err / FORMULA_TOL, g1_err / FORMULA_TOL, S_err / FORMULA_TOL,
                          max(worst_abstract, 0.0) / _rounding_tol(layers, dim))
+    cont = continuous_depth_errors(batch, ctx.seed + 54)
+    cont_ratio = max(cont["log_norm"], cont["bound"], cont["growth"])
+    abstract_ratio = max(abstract_ratio, cont_ratio)
 
     # interval certificate of one system: the enclosure contains the 50-digit root
     if ok.any():
@@ -279,7 +325,9 @@ def check_5_1(ctx) -> ClaimResult:
     # real contractive stacks: the certificate against the real gated stack
     verdicts = [evaluate_on("5.1", spec, ctx) for spec in _specs_5_1("preln", ctx)]
     rows = [{"part": "abstract systems", "g_star_vs_bisection": root_err, "mu_vs_direct": mu_err,
-             "g_small_h_vs_direct": g1_err, "S_vs_direct": S_err, "max_log_norm_below_g_star": worst_abstract}]
+             "g_small_h_vs_direct": g1_err, "S_vs_direct": S_err, "max_log_norm_below_g_star": worst_abstract},
+            {"part": "continuous depth (2×2, F + gK)", "log_norm_vs_numpy / tol": cont["log_norm"],
+             "mu_over_kappa_vs_direct / tol": cont["bound"], "max_log_norm_exp_below_bound": cont["max_log_norm_below"]}]
     for v in verdicts:
         m, p = v.measured, v.predicted
         rows.append({"part": StackSpec.from_dict(v.spec).label(), "status": v.status, "mu": p.get("mu"),
@@ -291,10 +339,12 @@ def check_5_1(ctx) -> ClaimResult:
     stack_ratio = max((v.error for v in verdicts if v.error is not None), default=math.inf)
     error = max(abstract_ratio, stack_ratio) if (existence_ok and stacks_hold) else math.inf
     numeric = NumericResult(
-        cases=int(ok.sum()) + len(verdicts), max_error=error, tolerance=1.0,
+        cases=int(ok.sum()) + batch + len(verdicts), max_error=error, tolerance=1.0, derivations=cont["derivations"],
         detail=f"largest error/tolerance over: {int(ok.sum())} random systems (g* vs bisection {root_err:.1e} "
                f"≤ {ROOT_TOL:.0e}, μ, μ/mean(k/a) and S(g) vs direct {max(mu_err, g1_err, S_err):.1e} ≤ {FORMULA_TOL:.0e}, "
-               f"max log‖Π(G_ℓ + hgK_ℓ)‖ at |g| < g* {worst_abstract:.3e} ≤ 0) and {len(verdicts)} contractive "
+               f"max log‖Π(G_ℓ + hgK_ℓ)‖ at |g| < g* {worst_abstract:.3e} ≤ 0), {batch} continuous-depth 2×2 pairs "
+               f"(m(F) by the generated symmetric part vs numpy, μ/κ vs direct, max log‖e^(F+gK)‖ at |g| < μ/κ "
+               f"{cont['max_log_norm_below']:.3f} ≤ 0: {cont_ratio:.1e} of their tolerances) and {len(verdicts)} contractive "
                f"stacks (G_ℓ, K_ℓ vs the real gated layer by autograd ≤ {G_TOL:.0e}, {K_TOL:.0e}; the real "
                f"product at ±{BELOW} g_lo does not expand; measured onset ≥ g_lo); "
                f"{int((~ok).sum())} draws with μ ≤ 0 have no certified gate",
@@ -397,14 +447,20 @@ def check_5_2(ctx) -> ClaimResult:
     Gd, Kd = ns.random_discrete_2x2(batch, ctx.seed + 65, h2)
     Fc, Kc = ns.random_continuous_2x2(batch, ctx.seed + 66)
     cond_err = max(_condition_error(Gd, Kd, h2, "jury"), _condition_error(Fc, Kc, 1.0, "routh_hurwitz"))
+    # the log-norm behind μ/κ (generated symmetric part) against numpy's eigensolver, relative to ‖F‖:
+    # ≤ 10·n·u (a backward-stable symmetric eigenproblem), far below tol
+    Fall = torch.cat([F2, Fc])
+    ln_err = float(np.max(np.abs(ns.log_norm(Fall).numpy() - log_norm_direct(Fall))
+                          / np.linalg.norm(Fall.numpy(), 2, axis=(-2, -1))))
     tol = max(_rounding_tol(layers, dim), 1e-9)  # the 2×2 ratio goes through polynomial roots: cond ~ 1e3 · eps
-    error = max(errors + [ratio_err, ratio_cont_err, cond_err]) if signs_ok else math.inf
+    error = max(errors + [ratio_err, ratio_cont_err, cond_err, ln_err]) if signs_ok else math.inf
     numeric = NumericResult(
         cases=2 * int(sel.sum()) + 2 * batch, max_error=error, tolerance=tol,
         detail=f"{int(sel.sum())} aligned systems: log‖Π‖ − S(g) at g*(1∓{delta}) within {max(errors):.2e}, "
                f"non-expanding below and expanding above: {signs_ok}; 2×2 aligned: |g*_norm/g*_Jury − 1| ≤ "
                f"{ratio_err:.2e}, continuous |(μ/κ)/g*_RH − 1| ≤ {ratio_cont_err:.2e}; generated Jury and "
-               f"Routh–Hurwitz polynomials vs tr/det of G + hgK, F + gK at random g: {cond_err:.2e}",
+               f"Routh–Hurwitz polynomials vs tr/det of G + hgK, F + gK at random g: {cond_err:.2e}; log-norm m(F) "
+               f"(generated symmetric part) vs numpy, relative to ‖F‖: {ln_err:.1e}",
         table=[{"part": f"aligned, {layers} layers, g*(1 − δ)", "max |log‖Π‖ − S(g)|": errors[0]},
                {"part": f"aligned, {layers} layers, g*(1 + δ)", "max |log‖Π‖ − S(g)|": errors[1]},
                {"part": "2×2 aligned discrete", "max |g*_norm/g*_Jury − 1|": ratio_err},
@@ -416,7 +472,12 @@ def check_5_2(ctx) -> ClaimResult:
     Gd, Kd = ns.random_discrete_2x2(n2, ctx.seed + 63, h2)
     rd = ns.discrete_norm_gate_bound(Gd, Kd, h2) / ns.jury_gate_radius(Gd, Kd, h2)
     Fc, Kc = ns.random_continuous_2x2(n2, ctx.seed + 64)
-    rc = ns.continuous_norm_gate_bound(Fc, Kc) / ns.routh_hurwitz_gate_radius(Fc, Kc)
+    # the draws are Hurwitz by construction (m(F) = −u < 0), read off tr and det directly: a wrong log-norm
+    # that draws non-Hurwitz F leaves no Routh–Hurwitz radius, and the control says so instead of raising
+    tr, det = Fc.diagonal(dim1=-2, dim2=-1).sum(-1), torch.linalg.det(Fc)
+    hurwitz = bool(((tr < 0) & (det > 0)).all())
+    rc = (ns.continuous_norm_gate_bound(Fc, Kc) / ns.routh_hurwitz_gate_radius(Fc, Kc) if hurwitz
+          else torch.full((n2,), math.nan, dtype=torch.float64))
     # at g*_norm(1+δ) a misaligned system whose Jury radius exceeds it by > 2δ is still stable
     g_test = ns.discrete_norm_gate_bound(Gd, Kd, h2) * (1 + delta)
     stable_past = torch.linalg.eigvals(Gd + h2 * g_test[:, None, None] * Kd).abs().max(-1).values < 1
@@ -424,12 +485,15 @@ def check_5_2(ctx) -> ClaimResult:
     agree = bool((stable_past == predicted_stable).all())
     never_optimistic = bool((rd <= 1 + 1e-9).all() and (rc <= 1 + 1e-9).all())
     conservative = float((rd < 0.99).double().mean())
-    status = "fails-as-predicted" if agree and never_optimistic and conservative > 0.5 else "did-not-fail"
+    status = ("fails-as-predicted" if hurwitz and agree and never_optimistic and conservative > 0.5
+              else "did-not-fail")
     control = ControlResult(status,
                             f"{n2} misaligned 2×2 draws: g*_norm/g*_Jury median {float(rd.median()):.3f} "
                             f"(min {float(rd.min()):.3f}), < 0.99 for {100 * conservative:.0f}%; past the norm bound "
                             f"the spectral radius stays < 1 exactly where Jury predicts ({agree}); continuous "
-                            f"g*/g*_RH median {float(rc.median()):.3f}; bound never optimistic: {never_optimistic}")
+                            f"g*/g*_RH median {float(rc.median()):.3f}; bound never optimistic: {never_optimistic}"
+                            + ("" if hurwitz else "; the continuous draws F − (m(F) + u)I are not Hurwitz: "
+                               "their log-norm shift is wrong"))
     return ClaimResult(steps, numeric, control,
                        notes=f"Conservativeness on random draws: discrete median ratio {float(rd.median()):.3f}, "
                              f"continuous median ratio {float(rc.median()):.3f} (1 = exact).")
