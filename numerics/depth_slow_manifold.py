@@ -118,6 +118,76 @@ def ideal_path(stack: Stack, eta: float) -> Stack:
     return out
 
 
+def coarse_distance(stack: Stack, X0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The state's distance from the coarse manifold M = {1yᵀ} along the splitting, layer by layer, on the
+    real (nonlinear) trajectory from X0 (T, d): s_ℓ = ‖X_ℓ − 1y_ℓᵀ‖_F/(√T ‖y_ℓ − mean y_ℓ‖), y_ℓ = wᵀX_ℓ the
+    persistent component (w the left eigenvector of A for λ = 1); and the spread σ̃ of y_ℓ.  Shapes (L + 1,)."""
+    from numerics import kernels as K
+
+    w = K.persistent_left_vector(stack.frozen_kernel().to(X0.dtype))
+    with torch.no_grad():
+        traj = stack.trajectory(X0)
+    y = torch.einsum("t,ltd->ld", w, traj)
+    yc = y - y.mean(-1, keepdim=True)
+    dist = (traj - y[:, None, :]).flatten(1).norm(dim=1) / (math.sqrt(X0.shape[-2]) * yc.norm(dim=1))
+    return dist, (yc ** 2).mean(-1).sqrt()
+
+
+def clock_distance(stack: Stack, X0: torch.Tensor) -> torch.Tensor:
+    """The clock's prediction of s_ℓ/s_0 for ℓ = 1..L (shape (L,)) without layer Jacobians or eigenvectors.
+
+    q_m(λ) is affine in λ, so the clock acts on token space as the matrix q_m(A) = q_m(0)I + (1 − q_m(0))A
+    (g_m from the persistent token's own reference trajectory): the decaying content Z_0 = X_0 − 1y_0ᵀ,
+    split into the features LN₁ passes (⊥ 1 and ŷ_0) and the two it kills (scaled like λ = 0), evolves as
+    Ẑ_ℓ = Π_m q_m(A) Z_0^⊥ + Π_m q_m(0) Z_0^∥, and ŝ_ℓ/s_0 = ‖Ẑ_ℓ‖/‖Z_0‖.  Exact to first order in the
+    spread for the ideal layer; the non-normal causal kernel's slow transient comes out of the matrix product."""
+    from numerics import kernels as K
+
+    A = stack.frozen_kernel().to(X0.dtype)
+    T, d = X0.shape[-2:]
+    y0 = K.persistent_left_vector(A) @ X0
+    Z0 = X0 - y0
+    sig = reference_spread(stack, y0)
+    q0 = gen.clock_factor(torch.zeros((), dtype=sig.dtype), sig[1:] / sig[:-1], _scalar(stack.h, sig),
+                          _scalar(stack.config.decay, sig))
+    yh = (y0 - y0.mean()) / (y0 - y0.mean()).norm()
+    eye_d, eye_T = torch.eye(d, dtype=X0.dtype), torch.eye(T, dtype=X0.dtype)
+    passed = Z0 @ (eye_d - torch.ones(d, d, dtype=X0.dtype) / d - torch.outer(yh, yh))
+    killed = Z0 - passed
+    M, r0, out = eye_T, torch.ones((), dtype=X0.dtype), []
+    for q in q0:
+        M = (q * eye_T + (1 - q) * A) @ M
+        r0 = r0 * q
+        out.append((M @ passed + r0 * killed).norm() / Z0.norm())
+    return torch.stack(out)
+
+
+def distance_reach(stack: Stack, inputs: torch.Tensor) -> dict:
+    """The clock against the real trajectories from ``inputs`` (N, T, d): the measured distance ratio
+    s_ℓ/s_0 (``coarse_distance``) and the clock's ŝ_ℓ/s_0 (``clock_distance``) per input, the worst
+    |log s_ℓ/s_0 − log ŝ_ℓ/s_0| over layers and inputs, and the initial spreads s_0."""
+    meas, pred, s0 = [], [], []
+    for X0 in inputs:
+        dist, _ = coarse_distance(stack, X0)
+        meas.append(dist[1:] / dist[0])
+        pred.append(clock_distance(stack, X0))
+        s0.append(float(dist[0]))
+    meas, pred = torch.stack(meas), torch.stack(pred)
+    return {"measured": meas.tolist(), "predicted": pred.tolist(), "initial_distance": s0,
+            "max_log_error": float((meas.log() - pred.log()).abs().max())}
+
+
+def text_inputs(checkpoint: str, T: int, windows: int, dtype=torch.float64) -> torch.Tensor:
+    """Real inputs of a trained stack: its checkpoint's embedding of ``windows`` validation windows of the
+    shipped corpus, shape (windows, T, d)."""
+    from numerics import checkpoint as ckpt
+    from numerics.corpus import ByteCorpus
+
+    tensors, _ = ckpt.load(checkpoint)
+    embed = tensors["model"]["embed"].to(dtype)
+    return embed[ByteCorpus.load().validation_windows(T, windows)]
+
+
 def saturation_depths(measured: torch.Tensor, predicted: torch.Tensor, tau: float) -> tuple[int | None, int | None]:
     """ℓ*(τ) from the measured worst ratio and from the clock's (Claim 3.1's definition)."""
     return (ncg.first_saturated_layer(measured.max(dim=1).values, tau),
