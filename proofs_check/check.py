@@ -244,12 +244,13 @@ def format_stack_table(ledger: dict) -> str:
     """Plain-text table of ``run_stack_checks``: claim, status, error / tolerance, reason."""
     s = ledger["stack"]
     lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
-             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, validation loss "
-             f"{s['final_validation_loss']:.3f} nats/byte"]
+             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, "
+             + ("no validation loss recorded" if loss is None else f"validation loss {loss:.3f} nats/byte")]
     rows = [("claim", "title", "status", "form", "error / tol", "reason or condition")]
     for c in ledger["claims"]:
         v = c.get("verdict") or {}
         err = (f"{v['error']:.2e} / {v['tolerance']:.1e}" if v.get("error") is not None and v.get("tolerance")
+    loss = s["final_validation_loss"]
                else "-")
         why = (c.get("reason") or v.get("condition") or "")
         form = (v.get("measured") or {}).get("form", "-")
