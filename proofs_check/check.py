@@ -243,6 +243,7 @@ def matrix_free_verdict(claim_id: str, spec):
 def format_stack_table(ledger: dict) -> str:
     """Plain-text table of ``run_stack_checks``: claim, status, error / tolerance, reason."""
     s = ledger["stack"]
+    loss = s["final_validation_loss"]
     lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
              f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, "
              + ("no validation loss recorded" if loss is None else f"validation loss {loss:.3f} nats/byte")]
@@ -250,7 +251,6 @@ def format_stack_table(ledger: dict) -> str:
     for c in ledger["claims"]:
         v = c.get("verdict") or {}
         err = (f"{v['error']:.2e} / {v['tolerance']:.1e}" if v.get("error") is not None and v.get("tolerance")
-    loss = s["final_validation_loss"]
                else "-")
         why = (c.get("reason") or v.get("condition") or "")
         form = (v.get("measured") or {}).get("form", "-")
