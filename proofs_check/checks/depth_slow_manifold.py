@@ -74,9 +74,9 @@ def residual_after(r: torch.Tensor, rhat: torch.Tensor, start: int | None) -> fl
 SPREADS = (0.3, 1.0)
 
 
-def synthetic_inputs(spec, xbar) -> torch.Tensor:
+def synthetic_inputs(T: int, seed: int, xbar) -> torch.Tensor:
     """Inhomogeneous inputs around the reference: 1x̄ᵀ + s·σ̃(x̄)·Z for s in ``SPREADS``, shape (2, T, d)."""
-    Z = torch.randn(spec.T, spec.d, generator=torch.Generator().manual_seed(spec.seed + 7), dtype=xbar.dtype)
+    Z = torch.randn(T, xbar.shape[-1], generator=torch.Generator().manual_seed(seed + 7), dtype=xbar.dtype)
     return torch.stack([xbar + s * xbar.std(unbiased=False) * Z for s in SPREADS])
 
 
@@ -149,7 +149,7 @@ def evaluate_6_4(spec, ctx) -> Verdict:
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
     errors = {"η = 0: mode products vs clock / tol": err_gen / tol, "η = 0: autograd vs clock / tol": err_dense / tol_dense,
               "|slope − 1| / tol": abs(slope - 1) / SLOPE_TOL, "discrete clock below the power law / tol": below / tol}
-    rc = reach(stack, xbar, synthetic_inputs(spec, xbar))
+    rc = reach(stack, xbar, synthetic_inputs(spec.T, spec.seed, xbar))
     measured = {"identity_error": {"generated": err_gen, "autograd": err_dense}, "residuals": residuals,
                 "etas": list(ETAS), "slope": slope, "reach": rc, "errors": errors}
     predicted = {"tolerance": {"generated": tol, "autograd": tol_dense}, "slope": 1.0, "slope_tolerance": SLOPE_TOL,
