@@ -162,6 +162,27 @@ def layered_apply(stack, xbar: torch.Tensor, V: torch.Tensor, *, mixer: torch.Te
     return E
 
 
+def has_open_gate(stack) -> bool:
+    """A slow path with a nonzero gate: the trajectory from 1x̄ᵀ leaves the token-homogeneous set, so
+    the layer maps at the reference (:func:`layered_apply`, the generated B_ℓ, C_ℓ) do not exist."""
+    return any(getattr(layer, "slow", None) is not None and float(layer.gate.detach()) != 0.0
+               for layer in stack.layers)
+
+
+def visited_layer_apply(stack, X: torch.Tensor, V: torch.Tensor, *, reverse: bool = False) -> torch.Tensor:
+    """J·V as the depth-ordered product of the layer Jacobians at the visited states X_ℓ of the
+    trajectory from X (Claim 1.2 at any state, gates included): E ↦ D layer_ℓ(X_ℓ)[E] by one
+    ``torch.func.jvp`` of layer ℓ alone, for ℓ = 0..L−1.  ``reverse=True`` applies the same maps
+    in the wrong order (ℓ = L−1 first): the control of the chain rule."""
+    with torch.no_grad():
+        states = stack.trajectory(X.detach())
+    order = range(len(stack.layers) - 1, -1, -1) if reverse else range(len(stack.layers))
+    E = V[None]
+    for ell in order:
+        E = stack_jvp(stack.layers[ell], states[ell], E)
+    return E[0]
+
+
 # ---- the independent route: autograd of the real stack --------------------------------------
 def reference_state(stack, xbar: torch.Tensor) -> torch.Tensor:
     """1x̄ᵀ, (T, d), in the stack's dtype and device."""

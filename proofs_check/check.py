@@ -229,6 +229,13 @@ def matrix_free_verdict(claim_id: str, spec):
         return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
                                 f"{spec.T * spec.d} > {DENSE_FEATURES})",
                                 spec=spec.as_dict(), seconds=time.perf_counter() - start)
+    except Exception as exc:  # a crashing form is a failure of the claim on this stack, as in on_stack.evaluate
+        import traceback
+
+        return on_stack.Verdict(claim_id, "fails", reason=f"matrix-free form raised {type(exc).__name__}: {exc}",
+                                measured={"form": "matrix-free", "traceback": traceback.format_exc(limit=4)},
+                                spec=spec.as_dict(), counterexample={"spec": spec.as_dict()},
+                                seconds=time.perf_counter() - start)
     status = "holds" if decide(result) == "verified" else "fails"
     measured = {"form": "matrix-free", "numeric": result.numeric.detail,
                 "control": {"status": result.control.status, "detail": result.control.detail}}
