@@ -232,7 +232,7 @@ def test_spec_validation_names_the_key():
     assert (task.spec.T, task.spec.d, task.spec.layers, task.spec.heads) == (256, 64, 2, 4)
     # 5 and 5.0 are one point of a float knob: one row key
     a, b = (expand(sweep_spec.parse({"sweep": [{"claim": CLAIM, "value_scale": v}]}))[0] for v in (5, 5.0))
-    assert a.key == b.key == row_key(CLAIM, a.spec)
+    assert a.key == b.key == row_key(CLAIM, a.spec, a.spec_hash, a.source)
 
 
 def test_shipped_specs_load_and_list(capsys):

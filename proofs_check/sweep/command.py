@@ -3,7 +3,9 @@
 
 Exit status: 0 when every task wrote its row; 1 when some task raised after its retries (its row is
 missing, ``--resume`` runs it again); 2 on a bad spec or option (nothing ran); 130 on Ctrl-C (the
-finished rows are kept).
+finished rows are kept).  Before anything runs: the spec is validated (its grid at most --max-tasks
+tasks), the options are checked, and --out is claimed and locked (``proofs_check.outdir``): a folder
+of another command's or of foreign files, or one another sweep is writing, is refused (2).
 """
 
 from __future__ import annotations
@@ -15,14 +17,19 @@ DEVICES = ("cpu", "cuda")
 
 
 def add_parser(sub) -> None:
+    from proofs_check.sweep.spec import MAX_TASKS
+    from proofs_check.validation import ascii_int
+
     p = sub.add_parser("sweep", help="run a claim over a grid of stacks on Dask; Parquet rows, phase diagrams")
     p.add_argument("spec", nargs="?", metavar="SPEC",
                    help="a spec file (TOML) or the name of a shipped spec (see --list)")
     p.add_argument("--list", action="store_true", help="list the shipped specs and exit")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="join a running Dask cluster, e.g. tcp://host:8786 (default: start a local one)")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=ascii_int, metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
+    p.add_argument("--max-tasks", type=ascii_int, metavar="N", default=MAX_TASKS,
+                   help=f"refuse a grid of more than N tasks (points × seeds; default {MAX_TASKS})")
     p.add_argument("--out", metavar="DIR", help="where the results go (default out/sweeps/<spec name>)")
     p.add_argument("--resume", action="store_true", help="keep the rows already in --out, run only the others")
     p.add_argument("--figures", metavar="DIR", help="draw the spec's phase diagrams from the results into DIR")
@@ -32,7 +39,6 @@ def add_parser(sub) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from proofs_check.io import write_json, write_text
     from proofs_check.sweep import spec as sweep_spec
 
     if args.list:
@@ -45,26 +51,56 @@ def cmd_sweep(args) -> int:
         raise ValueError("SPEC: give a spec file or a shipped spec's name (fastslow sweep --list)")
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers={args.workers} must be ≥ 1")
+    if args.max_tasks < 1:
+        raise ValueError(f"--max-tasks={args.max_tasks} must be ≥ 1")
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
     if args.device == "cuda":
         from numerics import resolve_device
 
         resolve_device("cuda")  # exit 2 here when there is no GPU, not on every worker
-    spec = sweep_spec.load(args.spec)
+    if args.figures is not None:
+        from proofs_check.validation import check_output_dir
+
+        check_output_dir(args.figures, "--figures")
+    spec = sweep_spec.load(args.spec, max_tasks=args.max_tasks)
     out = Path(args.out or Path("out") / "sweeps" / spec.name)
+    from proofs_check import outdir
+    from proofs_check.validation import check_output_dir
+
+    check_output_dir(out, "--out")
+    with outdir.claim(out, "sweep"):
+        return _sweep(args, spec, out)
+
+
+def check_scheduler(address: str) -> str:
+    """A Dask scheduler address: ``PROTOCOL://HOST[:PORT]`` or ``HOST:PORT``; ValueError naming --scheduler."""
+    import re
+
+    if not (re.fullmatch(r"(?:tcp|tls|inproc|ucx|ws|wss)://[^\s/]+(?::[0-9]{1,5})?/?", address or "")
+            or re.fullmatch(r"[A-Za-z0-9_.\-]+:[0-9]{1,5}", address or "")):
+        raise ValueError(f"--scheduler {address!r}: not a scheduler address (e.g. tcp://host:8786 or host:8786)")
+    return address
+
+
+def _sweep(args, spec, out: Path) -> int:
+    from proofs_check.io import write_json
     from proofs_check.sweep.run import run_sweep
     from proofs_check.sweep.store import Store
     from proofs_check.sweep.summary import format_summary, summarise
 
     run = run_sweep(spec, out, scheduler=args.scheduler, workers=args.workers, resume=args.resume,
                     device=args.device, progress=not args.no_progress)
-    write_text(out / "spec.toml", spec.source)
     if run.interrupted:
         print(f"sweep {spec.name} interrupted: {run.written} rows written, {run.skipped} already stored; "
               f"continue with --resume --out {out}", file=sys.stderr)
         return 130
-    df = Store(out).read()
+    from proofs_check.sweep.grid import source_hash, spec_hash
+
+    df = Store(out).read()  # each row key once
     summary = summarise(df) if len(df) else {}
     write_json(out / "summary.json", {"spec": spec.name, "rows": int(len(df)), "claims": summary,
+                                      "spec_hash": spec_hash(spec), "source": source_hash(),
                                       "run": {"tasks": run.total, "skipped": run.skipped, "written": run.written,
                                               "errors": run.errors,
                                               "seconds": run.seconds}})

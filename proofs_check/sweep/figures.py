@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -81,16 +80,11 @@ def _slices(df, sweep, fig):
 
 
 def _save(fig, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=130, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Through the project's atomic writer (``proofs_check.io.atomic_path``)."""
+    from proofs_check.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=130, bbox_inches="tight")
 
 
 def render(spec, df, out: str | os.PathLike) -> list[Path]:

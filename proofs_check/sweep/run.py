@@ -130,16 +130,42 @@ def run_sweep(spec, out, *, client=None, scheduler: str | None = None, workers: 
               batch: int | None = None) -> SweepRun:
     """Run every task of ``spec`` not yet in ``out``'s store and write the rows there.
 
-    ``client``: an existing ``distributed.Client`` (else one is made by :func:`connect`).
-    Without ``resume``, a store that already holds rows is an error (nothing is overwritten).
+    ``out`` is claimed first (``proofs_check.outdir``: new, empty or a sweep's own folder, else
+    InvalidInput; locked, so a second sweep on it is refused).  ``client``: an existing
+    ``distributed.Client`` (else one is made by :func:`connect`).  Without ``resume``, a store
+    that already holds rows is an error (nothing is overwritten); with it, rows of another spec
+    or of other code (their ``spec_hash``/``source``) are refused, not mixed in.  The spec's
+    TOML text is kept as ``out/spec.toml`` when that file does not exist yet.
     """
+    from proofs_check import outdir
+
+    with outdir.claim(out, "sweep") as folder:
+        return _run_sweep(spec, folder, client, scheduler, workers, resume, device, progress, batch)
+
+
+def _run_sweep(spec, out, client, scheduler, workers, resume, device, progress, batch) -> SweepRun:
+    from proofs_check.io import write_text
+    from proofs_check.sweep.grid import source_hash, spec_hash
+    from proofs_check.validation import InvalidInput
+
     start = time.perf_counter()
     store = Store(out)
     tasks = expand(spec, device=device)
     done = store.keys()
     if done and not resume:
-        raise ValueError(f"--out {store.out} already holds {len(done)} rows: pass --resume to continue "
-                         "that sweep, or choose another --out")
+        raise InvalidInput(f"--out {store.out} already holds {len(done)} rows: pass --resume to continue "
+                           "that sweep, or choose another --out")
+    ours = (spec_hash(spec), source_hash())
+    for fingerprint, source in sorted(store.identities(), key=str):
+        if fingerprint != ours[0]:
+            raise InvalidInput(f"--resume: --out {store.out} holds rows of another spec (fingerprint {fingerprint}, "
+                               f"this spec's {ours[0]}; see its spec.toml): choose another --out")
+        if source != ours[1]:
+            raise InvalidInput(f"--resume: --out {store.out} holds rows computed by other code (source hash "
+                               f"{source}, this checkout's {ours[1]}): choose another --out")
+    store.repair()
+    if spec.source and not (out / "spec.toml").exists():
+        write_text(out / "spec.toml", spec.source)
     pending = [t for t in tasks if t.key not in done]
     run = SweepRun(total=len(tasks), skipped=len(tasks) - len(pending))
     if not pending:

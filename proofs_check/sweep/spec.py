@@ -24,9 +24,11 @@ A spec file holds one ``[[sweep]]`` table per claim::
     value = "measured_two_sided"
 
 Everything is checked here, before a cluster starts: an unknown claim, an unknown key or
-knob, an empty axis, a value of the wrong type, and every grid point's stack configuration
-(``numerics.stack.validate_config``: T divisible by P, heads dividing d, ...).  A bad spec
-raises :class:`SpecError` naming the key; the command line turns it into exit status 2.
+knob, an empty axis, a value of the wrong type, the grid's size (points × seeds, computed
+without listing the points, at most ``max_tasks``, default :data:`MAX_TASKS`), and every grid
+point's stack configuration (``numerics.stack.validate_config``: T divisible by P, heads
+dividing d, ...) and architecture options.  A bad spec raises :class:`SpecError` naming the
+key; the command line turns it into exit status 2.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ FIGURE_KEYS = ("x", "y", "value", "boundary", "boundary_axis", "boundary_shift",
 FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
 INT_AXES = ("T", "P", "d", "layers", "heads", "mlp_ratio", "block_size")
 STR_AXES = ("arch", "kernel", "dtype", "weight_path", "slow_kernel")
+
+
+#: the largest grid (tasks = points × seeds, summed over the tables) run without ``--max-tasks``:
+#: the shipped ``thorough`` spec (70 016 tasks) fits; each task is a few kB in the scheduler.
+MAX_TASKS = 200_000
+SEED_MAX = 2**63 - 1
 
 
 class SpecError(ValueError):
@@ -122,6 +130,8 @@ def builtin_specs() -> dict[str, Path]:
 
 def resolve(name_or_path: str) -> Path:
     """A spec file path: a shipped spec by name, else a path that must exist."""
+    if not isinstance(name_or_path, str) or not name_or_path.strip() or "\0" in name_or_path:
+        raise SpecError(f"SPEC={name_or_path!r}: give a spec file or a shipped spec's name (no NUL byte)")
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
@@ -134,16 +144,22 @@ def resolve(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
-def load(name_or_path: str, claims=None) -> SweepSpec:
+def load(name_or_path: str, claims=None, max_tasks: int = MAX_TASKS) -> SweepSpec:
     """Read and validate a spec (by shipped name or path); ``claims``: the known claim ids
     (default: the claims registered with ``proofs_check.on_stack``)."""
     path = resolve(name_or_path)
-    text = path.read_text()
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"SPEC {path}: not UTF-8 text (byte {exc.start}: {exc.reason}); a spec is a TOML file") \
+            from None
+    except OSError as exc:
+        raise SpecError(f"SPEC {path}: cannot be read ({type(exc).__name__}: {exc.strerror or exc})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from None
-    return parse(data, name=path.stem, claims=claims, source=text)
+        raise SpecError(f"SPEC {path}: not valid TOML: {exc}") from None
+    return parse(data, name=path.stem, claims=claims, source=text, max_tasks=max_tasks)
 
 
 def describe(path) -> dict:
@@ -182,14 +198,16 @@ class _Registered:
         return sorted(on_stack.ON_STACK)
 
 
-def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> SweepSpec:
+def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "", max_tasks: int = MAX_TASKS) -> SweepSpec:
     """Validate a parsed TOML document; raise :class:`SpecError` naming the first bad key."""
     unknown = [k for k in data if k not in TOP_KEYS]
     if unknown:
         raise SpecError(f"{unknown[0]}: unknown top-level key (known: {', '.join(TOP_KEYS)})")
     name = data.get("name", name)
-    if not isinstance(name, str) or not name or "/" in name:
-        raise SpecError(f"name={name!r} must be a non-empty string without '/'")
+    if (not isinstance(name, str) or not name.strip() or "/" in name or name in (".", "..")
+            or not name.isprintable()):
+        raise SpecError(f"name={name!r} must be a non-empty printable string without '/' (it names the "
+                        "default output folder)")
     profile = data.get("profile", "ci")
     if profile not in PROFILES:
         raise SpecError(f"profile={profile!r} is not one of {', '.join(PROFILES)}")
@@ -203,7 +221,14 @@ def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "") -> 
     sweeps = tuple(_parse_sweep(i, table, claims) for i, table in enumerate(tables))
     spec = SweepSpec(name=name, sweeps=sweeps, description=str(data.get("description", "")),
                      profile=profile, batch=batch, source=source)
-    from proofs_check.sweep.grid import check_grid
+    from proofs_check.sweep.grid import check_grid, grid_size
+
+    sizes = [grid_size(s) for s in sweeps]
+    if sum(sizes) > max_tasks:
+        largest = max(range(len(sizes)), key=sizes.__getitem__)
+        raise SpecError(f"the grid has {sum(sizes):,} tasks (points × seeds; sweep[{largest}] alone "
+                        f"{sizes[largest]:,}), more than the limit of {max_tasks:,}: shrink it, or pass "
+                        f"--max-tasks {sum(sizes)} to run it anyway")
 
     try:
         check_grid(spec)
@@ -226,6 +251,9 @@ def _parse_sweep(index: int, table: dict, claims) -> Sweep:
     for key, value, low in (("seeds", seeds, 1), ("first_seed", first_seed, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise SpecError(f"{where}.{key}={value!r} must be an integer ≥ {low}")
+    if first_seed + seeds > SEED_MAX:
+        raise SpecError(f"{where}.seeds={seeds!r}: the seeds first_seed … first_seed + seeds - 1 must stay "
+                        f"below 2**63 - 1")
     scale = table.get("scale")
     base = _scale_base(scale, where) if scale is not None else {}
     arch_options = table.get("arch_options", {})

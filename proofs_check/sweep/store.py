@@ -2,7 +2,8 @@
 
 Row schema (one column each; absent values are null):
 
-* ``row_key`` (sha1 of claim + stack, see ``grid.row_key``), ``sweep``, ``claim``, ``point`` (the grid
+* ``row_key`` (sha1 of claim + stack + spec fingerprint + code hash, see ``grid.row_key``), ``sweep``,
+  ``spec_hash`` (the spec's fingerprint), ``source`` (the code's hash), ``claim``, ``point`` (the grid
   point's axis values as JSON), ``seed``;
 * the stack: ``arch``, ``kernel``, ``T``, ``P``, ``d``, ``layers``, ``heads``, ``dtype``, ``device``,
   ``checkpoint``, every ``random_stack`` knob at its effective value (``value_scale``, ``decay``, ...),
@@ -13,18 +14,19 @@ Row schema (one column each; absent values are null):
   ``predicted_<name>`` (numbers as float64, flags as bool, text as string, anything else as JSON);
 * ``seconds``, ``worker`` (the Dask worker's address), ``version`` (the package version on the worker).
 
-Each completed batch is one file ``batch-<UTC time>-<id>.parquet``, written to a hidden temporary
-file and renamed, so a reader never sees half a batch.  pyarrow takes a folder's schema from its
-first file, so ``00-schema.parquet`` (no rows) carries the union of every batch's columns:
-``pandas.read_parquet(DIR/results)`` reads the folder as one table with all of them.
-Rows are deduplicated by ``row_key`` on write.
+Each completed batch is one file ``batch-<UTC time>-<id>.parquet``, written through the project's
+atomic writer (``proofs_check.io.atomic_path``: temporary file, fsync, rename), so a reader never
+sees half a batch.  pyarrow takes a folder's schema from its first file, so ``00-schema.parquet``
+(no rows) carries the union of every batch's columns: ``pandas.read_parquet(DIR/results)`` reads the
+folder as one table with all of them.  Rows are deduplicated by ``row_key`` on write and on read
+(:meth:`Store.read` returns each key once, so counts are of unique rows).  A file in ``results/``
+that is not such a batch is refused with its name (``InvalidInput``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -36,13 +38,15 @@ from numerics.spec import KNOBS
 
 SCHEMA_FILE = "00-schema.parquet"
 STACK_COLUMNS = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype", "device", "checkpoint")
-FIXED = {"row_key": pa.string(), "sweep": pa.string(), "claim": pa.string(), "point": pa.string(),
+FIXED = {"row_key": pa.string(), "sweep": pa.string(), "spec_hash": pa.string(), "source": pa.string(),
+         "claim": pa.string(), "point": pa.string(),
          "seed": pa.int64(), "arch": pa.string(), "kernel": pa.string(), "T": pa.int64(), "P": pa.int64(),
          "d": pa.int64(), "layers": pa.int64(), "heads": pa.int64(), "dtype": pa.string(),
          "device": pa.string(), "checkpoint": pa.string(), "arch_options": pa.string(),
          "gate": pa.float64(), "mlp_ratio": pa.int64(), "weight_path": pa.string(), "slow_kernel": pa.string(),
          "block_size": pa.int64(), "value_scale": pa.float64(), "weight_scale": pa.float64(),
-         "decay": pa.float64(), "ln_gain": pa.float64(),
+         "decay": pa.float64(), "ln_gain": pa.float64(), "step": pa.float64(), "activation": pa.string(),
+         "ln_eps": pa.float64(), "attn_bias": pa.bool_(),
          "verdict": pa.string(), "error": pa.float64(), "tolerance": pa.float64(), "error_ratio": pa.float64(),
          "condition": pa.string(), "reason": pa.string(), "counterexample": pa.string(),
          "seconds": pa.float64(), "worker": pa.string(), "version": pa.string()}
@@ -69,8 +73,8 @@ def make_row(task: dict, verdict, seconds: float, worker: str, version: str) -> 
     from proofs_check.sweep.grid import knob_defaults
 
     spec = task["spec"]
-    row = {"row_key": task["key"], "sweep": task["sweep"], "claim": task["claim"],
-           "point": _json(task["point"]), "seed": spec["seed"]}
+    row = {"row_key": task["key"], "sweep": task["sweep"], "spec_hash": task.get("spec_hash"),
+           "source": task.get("source"), "claim": task["claim"], "point": _json(task["point"]), "seed": spec["seed"]}
     row.update({k: spec[k] for k in STACK_COLUMNS})
     row.update({**knob_defaults(), **spec["knobs"]})
     row["arch_options"] = _json(spec["arch_options"])
@@ -138,15 +142,10 @@ def unify(schemas: list[pa.Schema]) -> pa.Schema:
 
 
 def _atomic_parquet(table: pa.Table, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    from proofs_check.io import atomic_path
+
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class Store:
@@ -161,17 +160,42 @@ class Store:
     def batches(self) -> list[Path]:
         return sorted(self.dir.glob("batch-*.parquet")) if self.dir.is_dir() else []
 
+    def _refuse(self, path: Path, why: str):
+        from proofs_check.validation import InvalidInput
+
+        return InvalidInput(f"--out {self.out}: {path} is not a batch of a fastslow sweep ({why})")
+
+    def _read(self, path: Path, columns: list[str] | None) -> pa.Table:
+        """Columns of one batch file; InvalidInput naming the file when it is not a batch of a sweep."""
+        try:
+            names = pq.read_schema(path).names
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise self._refuse(path, f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}") from None
+        if "row_key" not in names:
+            raise self._refuse(path, "no row_key column")
+        return pq.read_table(path, columns=[c for c in columns if c in names] if columns is not None else None)
+
     def keys(self) -> set[str]:
         """The row keys already stored."""
         if self._keys is None:
             self._keys = set()
             for path in self.batches():
-                self._keys.update(pq.read_table(path, columns=["row_key"]).column("row_key").to_pylist())
+                self._keys.update(self._read(path, ["row_key"]).column("row_key").to_pylist())
         return self._keys
+
+    def identities(self) -> set[tuple]:
+        """The (spec_hash, source) pairs of the stored rows (None for rows written without them)."""
+        found = set()
+        for path in self.batches():
+            table = self._read(path, ["spec_hash", "source"])
+            values = [table.column(c).to_pylist() if c in table.column_names else [None] * table.num_rows
+                      for c in ("spec_hash", "source")]
+            found.update(zip(*values))
+        return found
 
     def schema(self) -> pa.Schema | None:
         if self._schema is None and self.batches():
-            self._schema = unify([pq.read_schema(p) for p in self.batches()])
+            self._schema = unify([self._read(p, ["row_key"]) and pq.read_schema(p) for p in self.batches()])
         return self._schema
 
     def append(self, rows: list[dict]) -> Path | None:
@@ -194,10 +218,28 @@ class Store:
         _atomic_parquet(self._schema.empty_table(), self.dir / SCHEMA_FILE)
         return path
 
+    def repair(self) -> None:
+        """Rewrite ``00-schema.parquet`` when it is missing or lags the batches (a run stopped between
+        writing a batch and the schema file)."""
+        schema = self.schema()
+        if schema is None:
+            return
+        path = self.dir / SCHEMA_FILE
+        try:
+            current = pq.read_schema(path)
+        except (OSError, ValueError, pa.ArrowException):
+            current = None
+        if current is None or not current.equals(schema):
+            _atomic_parquet(schema.empty_table(), path)
+
     def read(self):
         """Every stored row as one pandas DataFrame (empty when nothing is stored)."""
         import pandas as pd
 
         if not self.batches():
             return pd.DataFrame(columns=list(FIXED))
-        return pd.read_parquet(self.dir)
+        batches = self.batches()
+        for path in batches:
+            self._read(path, ["row_key"])
+        df = pq.read_table(list(map(str, batches)), schema=self.schema()).to_pandas()
+        return df.drop_duplicates("row_key", keep="first").reset_index(drop=True)
