@@ -115,6 +115,11 @@ def summary_rows(ledger: dict) -> list[dict]:
         line = get("headline") or ""
         if get("condition") and standing == CONDITIONAL:
             line = f"condition: {get('condition')}. {line}".strip()
+        if c["id"] == "7.3":
+            from proofs_check.text_experiment import short_finding
+
+            text = short_finding()
+            line = f"{line}; {text}" if text else line
         if c.get("standing_conflict"):
             line = f"[{c['standing_conflict']}] {line}"
         rows.append({"id": c["id"], "kind": get("kind") or "—", "setting": get("setting"), "standing": standing,
@@ -142,8 +147,9 @@ def summary_markdown(ledger: dict) -> str:
     """The same summary as a markdown table (for the report's first screen and the README)."""
     lines = ["| claim | kind | setting | status | ledger | finding |", "|---|---|---|---|---|---|"]
     for r in summary_rows(ledger):
-        cells = [r["id"], r["kind"], setting_text(r["setting"]), r["standing"], r["ledger"], r["finding"]]
-        lines.append("| " + " | ".join(_md(x) for x in cells) + " |")
+        cells = [_md(r["id"]), _md(r["kind"]), _md(setting_text(r["setting"])), f"**{_md(r['standing'])}**",
+                 f"**{_md(r['ledger'])}**", _md(r["finding"])]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + f"\n\nThe paper's setting: {PAPER_SETTING}. *ledger* is the mechanical decision " \
         "(symbolic steps proved, numeric error within tolerance, negative control failing as predicted) " \
         "in the setting named.\n"

@@ -177,6 +177,21 @@ def paired_t_sentence(s: dict) -> str:
             f"{pt['verdict']}")
 
 
+def short_finding() -> str | None:
+    """The recorded run's result in one clause, for the claims' summary (None when nothing is recorded)."""
+    result = recorded()
+    if result is None:
+        return None
+    pt = result["summary"]["paired_t"]
+    if pt["p"] is None:
+        return f"on text: {pt['n']} seed(s), no test"
+    code = "" if result["current"] else "; recorded with other code"
+    return (f"on text with the paper's all-token causal fast path (seeds {', '.join(map(str, result['seeds']))}{code}): "
+            f"loss(frozen) − loss(coupled) = {pt['mean']:+.4f} nats/byte, d_z = {pt['d_z']:.2f}, "
+            f"{100 * (1 - pt['alpha']):.0f} % interval [{pt['interval'][0]:+.4f}, {pt['interval'][1]:+.4f}], "
+            f"p = {pt['p']:.2g}: {pt['verdict']}")
+
+
 def statement(result: dict) -> str:
     """The finding in one paragraph (the ledger's and the report's wording)."""
     s = result["summary"]

@@ -256,7 +256,7 @@ def _check_7_2(ctx) -> ClaimResult:
               "tests/test_training.py::test_ledger_7_3_control_fails_outside_the_size_window"],
        control="AR(1)-linked blocks (ρ = 0.9)", figure="training_curves",
        kind='experiment', setting='synthetic topic blocks; fast path cut at the current block (slow path the only route to earlier blocks)', standing=RECONSTRUCTION,
-       headline="synthetic: the gate opens and helps only with linked blocks, as 7.2 predicts; on text with the paper's all-token causal fast path see the recorded run (7.3 on text)")
+       headline="synthetic: the gate opens and helps only with linked blocks, as 7.2 predicts")
 def check_7_3(ctx) -> ClaimResult:
     from numerics import training as tr
 
