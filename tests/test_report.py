@@ -160,7 +160,7 @@ def test_report_in_headless_chromium(report_dir, tmp_path):
     assert "```" not in text
     assert probe["images"] == 2 and probe["loaded"] == 2, probe  # mode_products and claims_matrix
     assert probe["maths"] > 0 and probe["drawn"] == probe["maths"], probe
-    # two ledger status cells plus 2 claims × 2 architectures in the matrix
-    assert probe["coloured"] == 2 + 4 and probe["footnotes"] == 4, probe
+    # the summary's status and ledger cells of 2 claims, two ledger status cells, 2 claims × 2 architectures
+    assert probe["coloured"] == 2 * 2 + 2 + 4 and probe["footnotes"] == 4, probe
     # the figure of the matrix sits under the matrix, not under a claim
     assert text.index("Claims × architectures") < text.index("claims_matrix") < text.index("Claim 3.1:")
