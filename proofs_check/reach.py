@@ -107,7 +107,7 @@ def layer_points(stack, X: torch.Tensor, V: torch.Tensor) -> list[dict]:
     return rows
 
 
-def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0) -> dict:
+def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0, grid=SPREAD_GRID) -> dict:
     """Every reach measurement of 2.1/2.3 and 2.4 on one stack and its embedded text windows X (n, T, d)."""
     cfg = stack.config
     V = mf.probes(PROBES, cfg.T, cfg.d, seed=seed + 7)
@@ -127,7 +127,7 @@ def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0) -> dict:
         exponent_check("2.4 Q/K share of ∂(J·V)", qk_jac,
                        lambda s: R.qk_share(stack, R.at_spread(xbar, direction, s), seed, V[0]), gamma),
     ]
-    grid = sorted({*SPREAD_GRID, s_text})
+    grid = sorted({*grid, s_text})
     curve = []
     for s in grid:
         Xs = X[0] if s == s_text else R.at_spread(xbar, direction, s)
@@ -143,7 +143,7 @@ def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0) -> dict:
             "control": wrong_reference_control(stack, xbar, direction, V, fact, gamma, seed + 3)}
 
 
-def reach_stacks(ctx, cfg=None) -> list[tuple[str, object, torch.Tensor]]:
+def reach_stacks(ctx, cfg=None, windows: int = WINDOWS) -> list[tuple[str, object, torch.Tensor]]:
     """(label, stack, embedded text windows) for the causal pre-LN stack ``cfg`` (default
     ``proofs_check.train.SMALL``) at its random initialisation and trained on the shipped text."""
     from numerics import checkpoint as ckpt
@@ -158,14 +158,19 @@ def reach_stacks(ctx, cfg=None) -> list[tuple[str, object, torch.Tensor]]:
     init = spec.build()
     init_embed = LanguageModel(VOCAB, init, spec.seed, dtype=torch.float64).embed.detach()
     trained = spec.with_(checkpoint=str(path)).build()
-    return [("random (initialisation)", init, text_inputs(init, init_embed, WINDOWS)),
-            ("trained", trained, text_inputs(trained, tensors["model"]["embed"], WINDOWS))]
+    return [("random (initialisation)", init, text_inputs(init, init_embed, windows)),
+            ("trained", trained, text_inputs(trained, tensors["model"]["embed"], windows))]
 
 
 def run(ctx) -> dict:
     """The ledger's ``reach`` entry: per stack the checks, the sweep, the text spreads, the control; and the
-    sentence the report leads with."""
-    stacks = [reach_on_stack(label, st, X, ctx.seed) for label, st, X in reach_stacks(ctx)]
+    sentence the report leads with.  ``ctx.smoke`` (the figure tests) takes one text window and a 4-point sweep."""
+    smoke = getattr(ctx, "smoke", False)
+    windows, grid = (1, SPREAD_GRID[::3]) if smoke else (WINDOWS, SPREAD_GRID)
+    from numerics.training import torch_threads
+
+    with torch_threads(1):  # small forward-mode passes: one thread is fastest and independent of the caller
+        stacks = [reach_on_stack(label, st, X, ctx.seed, grid) for label, st, X in reach_stacks(ctx, windows=windows)]
     ok = all(c["ok"] for s in stacks for c in s["checks"])
     controls = all(s["control"]["status"] == "fails-as-predicted" for s in stacks)
     return {"claims": ["2.1", "2.3", "2.4"], "stacks": stacks, "exponents_as_predicted": ok,

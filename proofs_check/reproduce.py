@@ -81,6 +81,10 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             write_json(cache_dir / "scale-ci.json", results["scale"])  # read by the error-vs-size figure
         elif step == "figures":
             ctx = CheckContext(device=device, quick=quick, cache_dir=str(cache_dir))
+            from proofs_check import reach
+
+            results["reach"] = reach.run(ctx)
+            write_json(cache_dir / "reach.json", results["reach"])  # read by the reach_factorised figure
             results["figures"] = render(None, ctx, figures_dir)
         else:
             ledger = results["ledger"]
@@ -105,6 +109,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             from proofs_check import trained_findings
 
             ledger["trained"] = trained_findings.findings(results["matrix"])
+            ledger["reach"] = results["reach"]
             write_json(out / "ledger.json", ledger)
             from proofs_check.standing import summary_markdown
 
@@ -116,6 +121,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             extra += scale_section([results["scale"], *recorded_scale_runs()])
             extra += sweep_section(figures_dir)
             extra += trained_findings.report_section(ledger["trained"])
+            from proofs_check import reach
+
+            extra += reach.report_section(ledger["reach"])
             extra += text_experiment.report_section(text_73, figures_dir)
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
