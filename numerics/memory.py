@@ -7,8 +7,11 @@ allowance for the modules.  Once built, the stack keeps its weights in its dtype
 score bias (shared by the layers in float64, one per layer otherwise).  ``simulate_bytes``
 is the larger of the build peak and the built stack plus one forward pass on a batch of B
 inputs: ``SCORE_COPIES`` attention score tensors (B, heads, T, T) alive at once, the MLP's
-hidden layer twice and a few copies of the state.  ``tests/test_memory.py`` holds the
-estimate to within 2× of the measured peak resident set on three sizes.
+hidden layer twice and a few copies of the state.  With the slow path, ``simulate`` also
+runs the gate certificate (``numerics.stability.gate_certificate``) unless told not to, and
+``certificate_bytes`` is its peak on top of the built stack.  ``tests/test_memory.py`` holds
+every estimate to within 2× of the measured peak resident set (forward: three sizes;
+certificate: four, each dominated by another term).
 
 ``check_fits`` refuses an estimate above the available memory (``psutil``) or a limit.
 """
@@ -68,6 +71,43 @@ def simulate_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None
     hidden = 2 * batch * T * mlp_ratio * d * size
     states = 8 * batch * T * d * size
     return int(max(building, built + scores + hidden + states))
+
+
+#: (tokens × slow modes × width) up to which the certificate may take its autograd route
+#: (``numerics.stability.AUTOGRAD_LIMIT``, restated here so that the estimate imports nothing).
+CERTIFICATE_AUTOGRAD_LIMIT = 2**17
+
+
+def certificate_bytes(T: int, d: int, layers: int, heads: int, P: int, *, mlp_ratio: int = 4, dtype=None) -> int:
+    """Bytes the gate certificate adds at its peak, with N = n·d slow modes (n = T/P blocks).
+
+    * the slow branch's Jacobian by one reverse pass over N copies of the n-token slow attention:
+      their score tensors (N, heads, n, n), kept for the backward pass and its gradients (5
+      copies), their states (N, n, d) through LN and attention (16 copies), and the (N, N)
+      Jacobian with its identity cotangent (3);
+    * the per-layer maps G, K, the slow-branch maps and their products (L, N, N), and the
+      spectral norms' stacked Gram matrices and eigen-solver workspace: 12 per layer;
+    * where the autograd route may be taken (T·n·d² ≤ 2¹⁷), N copies of a whole T-token layer
+      instead: scores (N, heads, T, T) and states (N, T, width), the same copy counts.
+    """
+    size = _itemsize(dtype)
+    n = T // P
+    N = n * d
+    slow = 5 * N * heads * n * n + 16 * N * n * d
+    if T * n * d * d <= CERTIFICATE_AUTOGRAD_LIMIT:
+        slow = max(slow, 5 * N * heads * T * T + 16 * N * T * d * (1 + mlp_ratio))
+    return int(size * (slow + 3 * N * N + 12 * layers * N * N))
+
+
+def run_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *, batch: int = 1,
+              mlp_ratio: int = 4, dtype=None, certificate: bool = True) -> int:
+    """Bytes at the peak of ``simulate`` with every stage it runs: building, the forward pass, and
+    (P set, ``certificate``) the gate certificate beside the built stack."""
+    peak = simulate_bytes(T, d, layers, heads, P, batch=batch, mlp_ratio=mlp_ratio, dtype=dtype)
+    if P and certificate:
+        built = _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype)[1]
+        peak = max(peak, built + certificate_bytes(T, d, layers, heads, P, mlp_ratio=mlp_ratio, dtype=dtype))
+    return int(peak)
 
 
 def available_bytes() -> int:

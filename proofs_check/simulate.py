@@ -27,12 +27,13 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
     slow-mode maps and their n·d-square spectral norms: about 2 s at the CLI's defaults).
 
     Every argument is checked before any work (``proofs_check.validation.validate_simulate``),
-    including the memory the run needs against the available memory or ``max_memory`` bytes.
+    including the memory every stage of the run needs (the certificate included, when it runs)
+    against the available memory or ``max_memory`` bytes (``numerics.memory.run_bytes``).
     """
     validate_simulate(T=T, P=P, d=d, layers=layers, heads=heads, kernel=kernel, gate=gate, seed=seed,
                       device=device, slow_kernel=slow_kernel, value_scale=value_scale, decay=decay,
                       batch=batch, strict=strict, ln_gain=ln_gain, weight_scale=weight_scale,
-                      max_memory=max_memory)
+                      max_memory=max_memory, certificate=certificate)
     start = time.perf_counter()
     stack = random_stack(T, d, layers, heads, kernel, P=P, gate=gate, seed=seed, device=device,
                          slow_kernel=slow_kernel, value_scale=value_scale, decay=decay,

@@ -288,6 +288,7 @@ class SimulateParams(StackParams):
     batch: PositiveInt = 1
     strict: bool = False
     max_memory: OptionalPositiveInt = None
+    certificate: bool = True
 
     @field_validator("seed")
     @classmethod
@@ -305,14 +306,20 @@ class SimulateParams(StackParams):
 
 
 def validate_simulate(**kwargs) -> SimulateParams:
-    """Check ``simulate``'s arguments and that its forward pass fits in memory (before any work)."""
+    """Check ``simulate``'s arguments and that every stage it runs (building, the forward pass, the
+    gate certificate) fits in memory, before any work."""
     params = _validate(SimulateParams, kwargs)
-    from numerics.memory import check_fits, simulate_bytes
+    from numerics.memory import check_fits, run_bytes, simulate_bytes
 
-    check_fits(simulate_bytes(params.T, params.d, params.layers, params.heads, params.P,
-                              batch=params.batch, mlp_ratio=params.mlp_ratio, dtype=params.dtype),
-               limit=params.max_memory, what=f"simulate with T={params.T} d={params.d} "
-                                             f"layers={params.layers} heads={params.heads} batch={params.batch}")
+    certificate = bool(params.P) and params.certificate
+    estimate = run_bytes(params.T, params.d, params.layers, params.heads, params.P, batch=params.batch,
+                         mlp_ratio=params.mlp_ratio, dtype=params.dtype, certificate=certificate)
+    what = (f"simulate with T={params.T} P={params.P} d={params.d} layers={params.layers} heads={params.heads} "
+            f"batch={params.batch}")
+    if certificate and estimate > simulate_bytes(params.T, params.d, params.layers, params.heads, params.P,
+                                                 batch=params.batch, mlp_ratio=params.mlp_ratio, dtype=params.dtype):
+        what += " (its gate certificate on n·d = (T/P)·d slow modes dominates; --no-certificate skips it)"
+    check_fits(estimate, limit=params.max_memory, what=what)
     return params
 
 
