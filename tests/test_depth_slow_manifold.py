@@ -132,3 +132,27 @@ def test_ledger_6_4_verified():
     entry = run_claim("6.4", CheckContext())
     assert entry["status"] == "verified", entry.get("detail")
     assert entry["control"]["status"] == "fails-as-predicted"
+
+
+@given(kernel=st.sampled_from(["causal", "full"]), seed=st.integers(0, 50), c=st.floats(2.0, 60.0),
+       tau=st.floats(0.05, 0.9))
+def test_a_priori_saturation_depth_is_exact_on_the_ideal_layer(kernel, seed, c, tau):
+    """ℓ* from the clock (one d-vector trajectory) equals ℓ* from the mode products on the ideal layer: the
+    ratios agree to rounding, so the depths differ only where a ratio sits within rounding of τ."""
+    stack, xbar = _ideal(kernel, seed, c)
+    lams, r = nds.measured_ratios(stack, xbar)
+    rhat = nds.clock_ratios(stack, xbar, lams)
+    meas, pred = nds.saturation_depths(r, rhat, tau)
+    near = bool(((r.max(dim=1).values - tau).abs() <= chk.identity_tolerance(6, 6)).any())
+    assert meas == pred or near
+
+
+def test_saturation_fraction_converges_on_a_smooth_path():
+    """ℓ*/L along a smooth weight path: each doubling of L at least halves the step (first order in h) up to
+    the quantisation 2/L of an integer depth; the ledger's own series (chk.a_priori_saturation)."""
+    _, series = chk.a_priori_saturation(CheckContext())
+    for key in ("measured", "clock"):
+        a = series[key]
+        assert None not in a
+        for k in range(len(a) - 2):
+            assert abs(a[k + 2] - a[k + 1]) <= abs(a[k + 1] - a[k]) / 2 + 2 / series["depths"][k]

@@ -162,6 +162,43 @@ def evaluate_6_4(spec, ctx) -> Verdict:
     return Verdict("6.4", "holds", **kw)
 
 
+#: depths of the smooth weight path on which ℓ*/L converges (first order in h = 1/L, as Claim 1.1's Euler error),
+#: at τ = 0.3 so that the saturation time t* ≈ 0.15–0.25 spans many layers (at τ = 0.5 it is ≈ 0.05)
+SMOOTH_DEPTHS = (16, 32, 64, 128)
+SMOOTH_TAU = 0.3
+
+
+def a_priori_saturation(ctx) -> tuple[list[dict], dict]:
+    """ℓ*(τ) made before measuring: the clock's ℓ̂* (one d-vector trajectory, no layer products) against the
+    ℓ* of the mode products, on Claim 3.1's own preln stacks; and ℓ*/L, ℓ̂*/L along a smooth weight path as
+    L doubles.  Returns table rows and the smooth-path series (``depths``, ``measured``, ``clock``: ℓ*/L with
+    ℓ* counted as a number of layers, ℓ + 1; ``richardson``: 2a_{2L} − a_L from the two deepest)."""
+    from proofs_check.checks.coarse_graining import specs_3_1
+
+    rows = []
+    for spec in specs_3_1("preln", ctx):
+        stack = spec.build()
+        xbar = random_xbar(spec.d, spec.seed)
+        lams, r = nds.measured_ratios(stack, xbar)
+        meas, pred = nds.saturation_depths(r, nds.clock_ratios(stack, xbar, lams), TAU)
+        rows.append({"part": "a priori ℓ* (Claim 3.1's stacks)", "kernel": spec.kernel, "d": spec.d,
+                     "c": spec.knob("value_scale"), "seed": spec.seed, "ℓ* (mode products)": meas,
+                     "ℓ̂* (clock, no products)": pred})
+    series = {"depths": list(SMOOTH_DEPTHS), "measured": [], "clock": []}
+    xbar = random_xbar(8, 0)
+    for L in SMOOTH_DEPTHS:
+        stack = StackSpec(T=6, d=8, layers=L, heads=2, kernel="causal", seed=0,
+                          knobs={"value_scale": 20.0, "weight_path": "smooth"}).build()
+        lams, r = nds.measured_ratios(stack, xbar)
+        meas, pred = nds.saturation_depths(r, nds.clock_ratios(stack, xbar, lams), SMOOTH_TAU)
+        series["measured"].append(None if meas is None else (meas + 1) / L)
+        series["clock"].append(None if pred is None else (pred + 1) / L)
+    for key in ("measured", "clock"):
+        a = series[key]
+        series[f"richardson_{key}"] = None if None in a[-2:] else 2 * a[-1] - a[-2]
+    return rows, series
+
+
 def gap_closing_control(quick: bool) -> tuple[bool, str, dict]:
     """The spectral gap closed: a one-head ALiBi kernel with slope m = 3 (λ₂ = 0.953, ε = 21) on the ideal
     layer at c = 20.  The fast–slow statement (the decaying bundle falls below τ within the stack) fails,
@@ -235,6 +272,25 @@ def check_6_4(ctx) -> ClaimResult:
                       "exponent (measured, clock)": [round(rc["exponent"], 3), round(rc["predicted_exponent"], 3)],
                       "ℓ* (measured, clock)": [rc["saturation_depth"], rc["clock_saturation_depth"]],
                       "status": v.status})
+    prior_rows, smooth = a_priori_saturation(ctx)
+    table += prior_rows
+    # ℓ*/L on the smooth path converges at first order in h: each doubling of L at least halves the step
+    # of the sequence, up to its quantisation 1/L (ℓ* is an integer) — |a_{4L} − a_{2L}| ≤ |a_{2L} − a_L|/2 + 2/L
+    conv = []
+    for key in ("measured", "clock"):
+        a = smooth[key]
+        if None in a:
+            errs.append(math.inf)
+            continue
+        for k in range(len(a) - 2):
+            L = SMOOTH_DEPTHS[k]
+            excess = abs(a[k + 2] - a[k + 1]) - (abs(a[k + 1] - a[k]) / 2 + 2 / L)
+            conv.append(max(0.0, excess) / (2 / L))
+    errs += conv
+    table.append({"part": "ℓ*/L on a smooth weight path (causal, c = 20, τ = 0.3)", "L": smooth["depths"],
+                  "ℓ*/L (mode products)": [round(x, 4) for x in smooth["measured"]],
+                  "ℓ̂*/L (clock)": [round(x, 4) for x in smooth["clock"]],
+                  "limit (Richardson) measured, clock": [smooth["richardson_measured"], smooth["richardson_clock"]]})
     ok, detail, _ = gap_closing_control(ctx.quick)
     control = ControlResult("fails-as-predicted" if ok else "did-not-fail", detail)
     numeric = NumericResult(
@@ -248,9 +304,17 @@ def check_6_4(ctx) -> ClaimResult:
                "the coarse manifold itself (exactly invariant), and the approach to it is the power law "
                "(σ̃_ℓ/σ̃_0)^{−(1−λ)} in the reference's spread, not an exponential in depth.")
     rows = [r for r in table if "reach η = 1: max |log r − log r̂|" in r]
+    prior = [r for r in prior_rows]
+    agree = sum(r["ℓ* (mode products)"] == r["ℓ̂* (clock, no products)"] for r in prior)
     notes = ("reach of the clock on the drawn stacks (η = 1): " + "; ".join(
         f"{r['kernel']} seed {r['seed']}: max |log r − log r̂| = {r['reach η = 1: max |log r − log r̂|']}, ℓ* "
         f"{r['ℓ* (measured, clock)'][0]} measured vs {r['ℓ* (measured, clock)'][1]} from the clock; at real inputs "
         f"(relative spread 0.3 and 1) the distance from the coarse manifold within "
-        f"{r['real inputs s₀ ≈ 0.3, 1: max |log s_ℓ/s₀ − log ŝ_ℓ/s₀|']} in log" for r in rows))
+        f"{r['real inputs s₀ ≈ 0.3, 1: max |log s_ℓ/s₀ − log ŝ_ℓ/s₀|']} in log" for r in rows)
+        + f". ℓ* made before measuring (the clock, one d-vector trajectory): equal to the mode products' ℓ* on {agree} "
+          f"of Claim 3.1's {len(prior)} stacks (" + "; ".join(
+              f"{r['kernel']} c={r['c']:g} d={r['d']} s{r['seed']}: {r['ℓ̂* (clock, no products)']} vs {r['ℓ* (mode products)']}"
+              for r in prior) + f"). Smooth path, L = {smooth['depths']}: ℓ*/L = {[round(x, 4) for x in smooth['measured']]} "
+          f"(mode products), ℓ̂*/L = {[round(x, 4) for x in smooth['clock']]} (clock); Richardson limits "
+          f"{smooth['richardson_measured']:.4f} and {smooth['richardson_clock']:.4f}")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
