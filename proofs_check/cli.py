@@ -96,6 +96,11 @@ def cmd_check(args) -> int:
     from proofs_check.check import run_checks, format_table
 
     claims = validate_claims(args.claim)
+    if args.scale and args.stack:
+        raise UsageError(f"--stack {args.stack} cannot go with --scale {args.scale}: --scale checks random stacks "
+                         "at a preset's size, --stack a trained checkpoint (run them separately)")
+    if args.dtype is not None and not args.scale:
+        raise UsageError(f"--dtype {args.dtype} needs --scale PRESET (the ledger's own checks run in float64)")
     device = _device(args.device)
     if args.scale:
         return _check_scale(args, claims, device)
@@ -137,7 +142,7 @@ def _check_scale(args, claims, device) -> int:
     from proofs_check.check import format_table
     from proofs_check.scale import format_sizes, run_scale
 
-    ledger = run_scale(args.scale, claims, device=device, dtype=args.dtype, progress=not args.no_progress)
+    ledger = run_scale(args.scale, claims, device=device, dtype=args.dtype or "float64", progress=not args.no_progress)
     print(format_table(ledger) + "\n" + format_sizes(ledger), file=_table_stream(args))
     if args.json:
         write_json(args.json, ledger)
@@ -186,8 +191,6 @@ def cmd_reproduce(args) -> int:
 
 
 def cmd_mutate(args) -> int:
-    from proofs_check.mutants import format_table, run_mutants
-
     if args.equivalents and (args.theory_only or args.source_only or args.only):
         raise UsageError("--equivalents lists the code mutants' survivors: it cannot go with "
                          + ("--theory-only" if args.theory_only else
@@ -201,15 +204,40 @@ def cmd_mutate(args) -> int:
     if args.source_only and theory_names:
         raise UsageError(f"--only {', '.join(theory_names)}: no such source mutant (known: "
                          f"{', '.join(source_mutants.catalogue())})")
+    from proofs_check.code_mutants import MutationRunError, mutation_step
+    from proofs_check.mutants import catalogue
+
+    unknown = [n for n in theory_names if n not in catalogue()]
+    if unknown:
+        raise UsageError(f"--only {', '.join(unknown)}: no such theory or source mutant (known: "
+                         f"{', '.join([*catalogue(), *source_mutants.catalogue()])})")
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    try:
+        result, ok = _run_mutants(args, theory_names, source_names, mutation_step)
+    except MutationRunError as exc:  # a step of the runner failed: one line, nothing half-written
+        print(f"fastslow mutate: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    if args.json:
+        write_json(args.json, result)
+    return 0 if ok else 1
+
+
+def _run_mutants(args, theory_names, source_names, step) -> tuple[dict, bool]:
+    """The theory, source and code mutants ``args`` select: (the JSON result, every score at its target)."""
+    from proofs_check import source_mutants
+    from proofs_check.mutants import format_table, run_mutants
+
     result, ok = {}, True
     if not args.code_only and not args.source_only and (theory_names or not args.only):
-        theory = run_mutants(theory_names or None, workers=args.workers, run_tests=not args.no_tests)
+        theory = step("theory mutants", run_mutants, theory_names or None, workers=args.workers,
+                      run_tests=not args.no_tests)
         print(format_table(theory))
         result["theory"] = theory
         ok = theory["killed"] == theory["total"]
     if not args.code_only and not args.theory_only and (source_names or not args.only):
-        source = source_mutants.run_source_mutants(source_names or None, workers=args.workers,
-                                                   run_tests=not args.no_tests)
+        source = step("source mutants", source_mutants.run_source_mutants, source_names or None,
+                      workers=args.workers, run_tests=not args.no_tests)
         print(source_mutants.format_table(source))
         result["source"] = source
         ok = ok and source["killed_by_ledger"] == source["total"]
@@ -218,15 +246,14 @@ def cmd_mutate(args) -> int:
 
         from proofs_check.equivalents import annotate, markdown
 
-        code = annotate(run_code_mutants(workers=args.workers))
+        code = step("code mutants (matching survivors to proofs_check/equivalents.py)", annotate,
+                    step("code mutants", run_code_mutants, workers=args.workers))
         print(format_summary(code))
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
             write_text(args.equivalents, markdown(code, "fastslow mutate"))
-    if args.json:
-        write_json(args.json, result)
-    return 0 if ok else 1
+    return result, ok
 
 
 def cmd_matrix(args) -> int:
@@ -304,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", metavar="PRESET", type=_scale_preset,
                    help="the claims' matrix-free scale forms at a preset size: toy, ci, gpt2-small, "
                         "gpt2-medium, gpt2-large (numerics/presets.py)")
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+    p.add_argument("--dtype", choices=("float64", "float32"), default=None,
                    help="with --scale: the stacks' dtype (default float64; float32 has its own tolerances)")
     p.add_argument("--stack", metavar="CKPT",
                    help="run every claim that is a statement about a stack on this trained checkpoint "

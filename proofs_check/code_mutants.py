@@ -9,7 +9,10 @@ crashes); it **survives** when every test that reaches it passes, or when no sel
 test reaches it ("no tests").
 
 The run happens in a scratch copy of the package (``numerics``, ``theory``,
-``proofs_check``, the selected test files), so the shared checkout is never written to.
+``proofs_check``, the selected test files and the tests' shared helpers: every
+``tests/*.py`` that is not a test file), so the shared checkout is never written to.
+mutmut is driven through its command line only (``mutmut run``, ``mutmut results``,
+``mutmut show``); a step that fails raises :class:`MutationRunError` naming the step.
 Survivors are either killed by a new test (tests/test_code_mutants_kills.py,
 tests/test_stack.py) or listed as equivalent in docs/equivalent_mutants.md.
 """
@@ -51,8 +54,33 @@ use_setproctitle = false
 """
 
 
+class MutationRunError(RuntimeError):
+    """A step of the mutation run failed (not a verdict on a mutant): ``step`` names it."""
+
+    def __init__(self, step: str, detail: str):
+        self.step, self.detail = step, " ".join(detail.split()) or "failed"
+        super().__init__(f"{step}: {self.detail}")
+
+
+def mutation_step(step: str, run, *args, **kwargs):
+    """``run(*args, **kwargs)``; any exception but an interrupt becomes a :class:`MutationRunError` naming
+    ``step``, so ``fastslow mutate`` reports one line and exits 1 instead of a traceback."""
+    try:
+        return run(*args, **kwargs)
+    except MutationRunError as exc:
+        raise MutationRunError(f"{step}, {exc.step}", exc.detail) from None
+    except Exception as exc:
+        raise MutationRunError(step, f"{type(exc).__name__}: {exc}") from None
+
+
+def shared_test_modules() -> list[str]:
+    """The tests' shared modules (conftest and the helpers the test files import by name, e.g.
+    ``strategies``): every ``tests/*.py`` that is not a ``test_*.py`` file."""
+    return sorted(f"tests/{p.name}" for p in (REPO / "tests").glob("*.py") if not p.name.startswith("test_"))
+
+
 def _workspace(paths: list[str], tests: list[str]) -> Path:
-    """A scratch project: the packages, the test files (and conftest), a [tool.mutmut] config."""
+    """A scratch project: the packages, the test files and the tests' shared helpers, a [tool.mutmut] config."""
     for path in paths:
         if not path.startswith("numerics/") or not list(REPO.glob(path)):
             raise ValueError(f"paths: {path!r} matches no file under numerics/")
@@ -65,54 +93,78 @@ def _workspace(paths: list[str], tests: list[str]) -> Path:
     for package in _COPIED:
         shutil.copytree(REPO / package, root / package, ignore=ignore)
     (root / "tests").mkdir()
-    for test in [*test_files, "tests/conftest.py"]:
+    for test in [*test_files, *shared_test_modules()]:
         shutil.copy2(REPO / test, root / test)
     (root / "pyproject.toml").write_text(_PYPROJECT.format(only=json.dumps(list(paths)), tests=json.dumps(list(tests))))
     return root
 
 
-def _mutmut(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    env = os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(root),
-                        "FASTSLOW_MUTANT": ""}
-    return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+def mutmut_command() -> str:
+    """mutmut's console script: the one installed beside this interpreter, else the one on PATH."""
+    beside = Path(sys.executable).with_name("mutmut")
+    found = str(beside) if beside.is_file() else shutil.which("mutmut")
+    if found is None:
+        raise MutationRunError("finding mutmut", "no 'mutmut' command beside this Python or on PATH "
+                               "(pip install 'mutmut>=3.8,<4')")
+    return found
 
 
-def _statuses(root: Path) -> dict[str, str]:
-    from mutmut.stats import status_by_exit_code
-
-    statuses = {}
-    for meta in sorted((root / "mutants").rglob("*.py.meta")):
-        for key, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            statuses[key] = status_by_exit_code[code]
-    return statuses
+def _env(root: Path) -> dict:
+    return os.environ | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(root),
+                         "FASTSLOW_MUTANT": ""}
 
 
-_DIFF_SCRIPT = """
-import json, sys
-from mutmut.mutation.diff_apply import get_diff_for_mutant
-from mutmut.mutation.data import SourceFileMutationData
-from mutmut.utils.file_utils import walk_mutatable_files
-wanted = set(json.loads(sys.argv[1]))
-out = {}
-for path in walk_mutatable_files():
-    data = SourceFileMutationData(path=path)
-    data.load()
-    for key in data.exit_code_by_key:
-        if key in wanted:
-            out[key] = get_diff_for_mutant(key, path=path)
-print(json.dumps(out))
-"""
+def _collect(root: Path, tests: list[str]) -> None:
+    """pytest's collection of the selected tests in the scratch copy, before mutmut: an import error there
+    (a helper not copied, a module that moved) is named here, where mutmut would only say pytest failed."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           *tests], cwd=root, env=_env(root), capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise MutationRunError("collecting the tests in the scratch copy", f"pytest exited {proc.returncode}: "
+                               f"{_last_error(proc)}")
 
 
-def _diffs(root: Path, names: list[str]) -> dict[str, str]:
-    """mutmut's unified diff of each mutant, read in one interpreter."""
-    if not names:
-        return {}
-    env = os.environ | {"PYTHONPATH": str(root)}
-    proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT, json.dumps(names)], cwd=root, env=env,
-                          capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def _mutmut(root: Path, step: str, *args: str, allowed: str | None = None) -> subprocess.CompletedProcess:
+    """``mutmut ARGS`` (its command line) in the scratch project; a nonzero exit is a
+    :class:`MutationRunError` naming ``step`` and mutmut's last error line, unless the output
+    contains ``allowed`` (an outcome the caller expects)."""
+    try:
+        proc = subprocess.run([mutmut_command(), *args], cwd=root, env=_env(root), capture_output=True, text=True)
+    except OSError as exc:
+        raise MutationRunError(step, f"could not start mutmut ({type(exc).__name__}: {exc})") from None
+    if proc.returncode != 0 and not (allowed and allowed in proc.stdout + proc.stderr):
+        raise MutationRunError(step, f"mutmut {args[0]} exited {proc.returncode}: {_last_error(proc)}")
+    return proc
+
+
+def _last_error(proc: subprocess.CompletedProcess) -> str:
+    """The most telling line of a failed mutmut or pytest run: the last ``E  ...Error`` / ``...Error:`` line,
+    else the last line of its output."""
+    lines = _plain(proc.stdout).splitlines() + [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"\b\w*(Error|Exception)\b", ln)]
+    return (errors or lines or ["no output"])[-1].strip()
+
+
+_RESULT = re.compile(r"^\s+(\S+): (.+?)\s*$")
+
+
+def _statuses(root: Path, step: str = "mutmut results") -> dict[str, str]:
+    """{mutant: status} from ``mutmut results --all true``."""
+    proc = _mutmut(root, step, "results", "--all", "true")
+    return {m.group(1): m.group(2) for m in map(_RESULT.match, proc.stdout.splitlines()) if m}
+
+
+def _diffs(root: Path, names: list[str], workers: int) -> dict[str, str]:
+    """mutmut's unified diff of each mutant (``mutmut show NAME``, its first line the status), ``workers``
+    at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def show(name):
+        out = _mutmut(root, f"mutmut show {name}", "show", name).stdout
+        return name, out.split("\n", 1)[1] if out.startswith("#") else out
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(pool.map(show, names))
 
 
 def _survivor(root: Path, name: str, status: str, diff: str) -> dict:
@@ -143,29 +195,37 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
         raise ValueError(f"workers must be >= 1, got {workers}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
-    import mutmut
+    from importlib.metadata import version
 
     start = time.perf_counter()
     paths, tests = list(paths), list(tests)
     root = _workspace(paths, tests)
     try:
+        _collect(root, tests)
         names: list[str] = []
         if limit is not None:  # generate the mutants and the test map, then run a fixed selection
-            _mutmut(root, "run", "--max-children", str(workers), "__no_such_mutant__*")
-            every = sorted(_statuses(root), key=_natural)
+            # (mutmut has no command that only generates: a run selecting no mutant stops, as mutmut
+            # says, once the mutants and the test map are written)
+            _mutmut(root, "mutmut run (generating the mutants and the test map)",
+                    "run", "--max-children", str(workers), "__no_such_mutant__*",
+                    allowed="Filtered for specific mutants, but nothing matches")
+            every = sorted(_statuses(root, "mutmut results (listing the mutants)"), key=_natural)
+            if not every:
+                raise MutationRunError("mutmut run (generating the mutants)", f"no mutant in {', '.join(paths)}")
             step = max(1, len(every) // limit)
             names = every[::step][:limit]
-        proc = _mutmut(root, "run", "--max-children", str(workers), *names)
+        proc = _mutmut(root, "mutmut run", "run", "--max-children", str(workers), *names)
         statuses = _statuses(root)
         if names:
-            statuses = {n: statuses[n] for n in names}
+            statuses = {n: statuses.get(n, "not checked") for n in names}
         if not statuses or all(s == "not checked" for s in statuses.values()):
-            raise RuntimeError(f"mutmut checked no mutant (exit {proc.returncode}):\n"
-                               f"{_plain(proc.stdout)[-3000:]}\n{proc.stderr[-2000:]}")
+            raise MutationRunError("mutmut run", f"checked no mutant: {_last_error(proc)}")
         killed = sum(s in DETECTED for s in statuses.values())
         alive = sorted((n for n, s in statuses.items() if s not in DETECTED), key=_natural)
-        diffs = _diffs(root, alive)
+        diffs = _diffs(root, alive, workers)
         survivors = [_survivor(root, n, statuses[n], diffs.get(n, "")) for n in alive]
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:  # reading mutmut's output or the copy
+        raise MutationRunError("reading mutmut's results", f"{type(exc).__name__}: {exc}") from None
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
@@ -176,7 +236,7 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
         row = by_file.setdefault(n.rsplit(".x", 1)[0].replace(".", "/") + ".py", [0, 0])
         row[0] += 1
         row[1] += s in DETECTED
-    return {"tool": "mutmut", "version": mutmut.__version__, "paths": paths, "tests": tests, "total": len(statuses),
+    return {"tool": "mutmut", "version": version("mutmut"), "paths": paths, "tests": tests, "total": len(statuses),
             "killed": killed, "score": killed / len(statuses), "survivors": survivors, "statuses": counts,
             "by_file": dict(sorted(by_file.items())),
             "sampled": sorted(statuses, key=_natural) if names else None,

@@ -9,6 +9,7 @@ and prints the seed of a failing run (``--hypothesis-seed=N`` replays it); ``tho
 """
 
 import os
+import sys
 
 import torch
 from hypothesis import HealthCheck, settings
@@ -20,6 +21,13 @@ settings.register_profile("random", max_examples=25, deadline=None, derandomize=
 settings.register_profile("thorough", max_examples=200, deadline=None, derandomize=False, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# The test files import their shared helpers by name (``from strategies import ...``): this folder is put on
+# sys.path here, so they import the same way under any --import-mode, in the repository, in mutmut's
+# mutants/ copy and in a scratch copy of the tests (proofs_check.code_mutants copies every helper).
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
 # Under pytest-xdist each worker gets one thread, so `-n 2` uses the two cores without oversubscribing.
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, torch.get_num_threads()))
