@@ -53,6 +53,8 @@ NO_SCALE_FORM = {
     "6.1": "a statement about the token-rate fast–slow ODE (f, g); no stack enters",
     "6.2": "a statement about the master equation of a linear generator; no stack enters",
     "6.3": "an exact FLOP count in closed form (valid at every size, checked symbolically in the ledger)",
+    "5.3": "per-layer determinants of the slow-mode maps, as Claim 5.1's certificate; its check searches the onset by "
+           "products at toy size",
     "6.4": "the clock needs one d-vector trajectory at any size; its check multiplies dense d×d mode blocks per kernel "
            "eigenvalue (T of them), at toy size",
     "7.1": "a statement about exponential-family data (sufficiency); no stack enters",
