@@ -73,7 +73,43 @@ def read_manifest(path: str | os.PathLike) -> dict:
                               f"expected {FORMAT!r} version {VERSION}")
     if not isinstance(manifest["weights"], str) or "/" in manifest["weights"] or manifest["weights"].startswith("."):
         raise CheckpointError(f"checkpoint {mpath} is corrupt: field 'weights' must name a file in the folder")
+    _check_fields(manifest, mpath)
     return manifest
+
+
+#: what every ``fastslow train`` stack is (``proofs_check.train.TextConfig.spec``), whatever its config
+TRAINED_KERNEL = "causal"
+
+
+def _check_fields(manifest: dict, mpath: Path) -> None:
+    """The step, the config and the stack's spec: of the right type, and the spec the one the
+    config trained (its sizes, the causal kernel, the config's dtype), so that an edited manifest
+    cannot rebuild another stack around the weights.  CheckpointError naming the file and field."""
+    step = manifest["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise CheckpointError(f"checkpoint {mpath}: field 'step'={step!r} must be an integer ≥ 0")
+    config = manifest["config"]
+    if not isinstance(config, dict):
+        raise CheckpointError(f"checkpoint {mpath}: field 'config' must be a JSON object")
+    if "spec" not in manifest:
+        return
+    from numerics.spec import StackSpec
+
+    spec = manifest["spec"]
+    try:
+        if not isinstance(spec, dict):
+            raise ValueError("must be a JSON object")
+        StackSpec.from_dict(spec)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {mpath}: field 'spec' is invalid ({exc})") from None
+    if manifest["kind"] != "byte-corpus":
+        return
+    expected = {"kernel": TRAINED_KERNEL, "dtype": config.get("dtype"),
+                **{k: config.get(k) for k in ("T", "d", "layers", "heads")}}
+    for key, value in expected.items():
+        if spec.get(key) != value:
+            raise CheckpointError(f"checkpoint {mpath}: field 'spec.{key}'={spec.get(key)!r} is not the trained "
+                                  f"stack's ({value!r}, from its config): the manifest was edited")
 
 
 def load(path: str | os.PathLike) -> tuple[dict, dict]:

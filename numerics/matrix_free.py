@@ -130,8 +130,49 @@ class JacobianAction:
         return self.apply(V, transpose)[0]
 
 
+def _check_operand(name: str, x) -> None:
+    """A real floating tensor, finite, not requiring grad (the action runs under ``no_grad``: a graph
+    through it would be cut silently); ValueError naming the argument otherwise."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.is_complex() or not x.is_floating_point():
+        raise ValueError(f"{name} has dtype {x.dtype}: a real floating tensor is needed (the Jacobian is real)")
+    if x.requires_grad:
+        raise ValueError(f"{name} requires grad: the matrix-free action is not differentiable (it runs under "
+                         "no_grad); detach it, or use stack_jvp / stack_vjp for a differentiable J·V")
+    bad = ~torch.isfinite(x)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"{name} is not finite at index {index} ({float(x[index])})")
+
+
+def _plain_stack(stack):
+    """The plain pre-LN ``Stack`` behind ``stack`` (its ``PreLN`` wrapper included); ValueError naming the
+    architecture for a variant, which has no polynomial form at the reference, and for an open gate."""
+    from numerics.stack import Stack
+
+    if not isinstance(stack, Stack) and getattr(stack, "arch", None) == "preln" and isinstance(
+            getattr(stack, "base", None), Stack):
+        stack = stack.base
+    if not isinstance(stack, Stack):
+        arch = getattr(stack, "arch", type(stack).__name__)
+        raise ValueError(f"arch={arch!r}: the matrix-free J·V is the pre-LN stack's polynomial form "
+                         "J = Σ A^m ⊗ K_m (Claim 2.3); this architecture has none, use stack_jvp (autograd)")
+    if has_open_gate(stack):
+        raise ValueError("gate ≠ 0: the slow path moves the trajectory off 1x̄ᵀ, so the polynomial form does not "
+                         "apply; use stack_jvp (autograd)")
+    return stack
+
+
 def jacobian_apply(stack, xbar: torch.Tensor, V: torch.Tensor, transpose: bool = False) -> torch.Tensor:
-    """J·V (or Jᵀ·V with ``transpose=True``) of ``stack`` at the reference 1x̄ᵀ, same shape as V (..., T, d)."""
+    """J·V (or Jᵀ·V with ``transpose=True``) of ``stack`` at the reference 1x̄ᵀ, same shape as V (..., T, d).
+
+    Refused (ValueError naming the argument): ``xbar`` or ``V`` not a real floating tensor, not
+    finite, or requiring grad; a stack other than the pre-LN one (looped, post-LN, mHC, ...) or
+    with an open gate."""
+    stack = _plain_stack(stack)
+    _check_operand("xbar", xbar)
+    _check_operand("V", V)
     return JacobianAction(stack, xbar)(V, transpose=transpose)
 
 

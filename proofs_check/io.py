@@ -188,8 +188,12 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with open(path, "wb") as fh:
             fh.write(data)
         return
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))  # replace the link's target, keep the link
+    if path.is_symlink():  # replace the link's target, keep the link
+        target = Path(os.path.realpath(path))
+        if target.is_symlink() or not target.parent.is_dir():  # a loop, or a link to nowhere
+            raise FileNotFoundError(f"{path} is a symbolic link loop or a dangling link (to {os.readlink(path)}); "
+                                    "not written")
+        path = target
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)

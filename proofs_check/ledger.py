@@ -183,6 +183,16 @@ class CheckContext:
     cache_dir: str | None = None
     step_seconds: float = 300.0   # the time limit of one symbolic step (proofs_check.timeouts.STEP_SECONDS)
 
+    def __post_init__(self):
+        if self.profile not in ("ci", "random", "thorough"):
+            raise ValueError(f"profile={self.profile!r} is not one of ci, random, thorough")
+        if not isinstance(self.quick, bool):
+            raise ValueError(f"quick={self.quick!r} must be True or False")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**63 - 1:
+            raise ValueError(f"seed={self.seed!r} must be an integer in [0, 2**63 - 1)")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device={self.device!r} must name a device, e.g. 'cpu'")
+
     @property
     def thorough(self) -> bool:
         return self.profile == "thorough"

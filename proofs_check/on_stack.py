@@ -81,8 +81,30 @@ def on_stack(claim_id: str, *, specs: Callable, not_applicable: dict | None = No
     return register
 
 
+def check_spec(spec) -> None:
+    """Refuse (ValueError naming the field) a spec that names no valid stack: not a ``StackSpec``, or
+    sizes, knobs, dtype or architecture options that ``random_stack`` would refuse.  Checked without
+    building the stack."""
+    from numerics.architectures import resolve_options
+    from numerics.spec import DTYPES, StackSpec
+    from numerics.stack import StackConfig, validate_config
+
+    if not isinstance(spec, StackSpec):
+        raise ValueError(f"spec={spec!r}: a claim is evaluated on a numerics.spec.StackSpec")
+    if spec.checkpoint is None:
+        validate_config(StackConfig(T=spec.T, d=spec.d, layers=spec.layers, heads=spec.heads, kernel=spec.kernel,
+                                    P=spec.P, seed=spec.seed, arch=spec.arch, **dict(spec.knobs)),
+                        dtype=DTYPES[spec.dtype])
+        resolve_options(spec.arch, dict(spec.arch_options))
+
+
 def evaluate(claim_id: str, spec, ctx) -> Verdict:
-    """Claim ``claim_id`` on the stack ``spec``; a crashing evaluation is a *fails* with its traceback."""
+    """Claim ``claim_id`` on the stack ``spec``; a crashing evaluation is a *fails* with its traceback.
+    An unknown claim or an invalid spec is refused (ValueError) before anything is evaluated: a
+    verdict is only ever about a stack that exists."""
+    if claim_id not in ON_STACK:
+        raise ValueError(f"claim_id={claim_id!r} is not a claim on a stack (registered: {', '.join(sorted(ON_STACK))})")
+    check_spec(spec)
     entry = ON_STACK[claim_id]
     if spec.arch in entry.not_applicable:
         return Verdict(claim_id, "n/a", reason=entry.not_applicable[spec.arch], spec=spec.as_dict())

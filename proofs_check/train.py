@@ -18,6 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ARCHS = ("preln", "hierarchical")
+#: the most optimiser steps a run may take: the curves keep a few numbers per step, and a CPU
+#: takes about 0.01-1 s a step at the shipped sizes (10⁶ steps: hours to days).
+MAX_STEPS = 1_000_000
 DEFAULT_OUT = Path("out") / "checkpoints"
 
 
@@ -62,6 +65,10 @@ class TextConfig:
             raise ValueError(f"warmup_fraction={self.warmup_fraction!r} must lie in [0, 1)")
         if not (0 <= self.seed < 2 ** 63 - 1):
             raise ValueError(f"--seed={self.seed} must lie in [0, 2**63 - 1)")
+        if self.steps > MAX_STEPS:
+            raise ValueError(f"--tokens={self.tokens} takes {self.steps:,} optimiser steps at --batch={self.batch} "
+                             f"--T={self.T}, more than the limit of {MAX_STEPS:,}: lower --tokens (at most "
+                             f"{MAX_STEPS * self.batch * self.T:,} here) or raise --batch")
         self.optimiser()
 
     @property

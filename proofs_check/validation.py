@@ -379,6 +379,23 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _check_links(text: str, name: str) -> None:
+    """Refuse a path through a symbolic link loop or a dangling link (a write through a dangling link
+    would create its target's folders wherever the link points)."""
+    import errno
+
+    path = Path(os.path.abspath(text))
+    for part in [path, *path.parents]:
+        if os.path.islink(part):
+            try:
+                os.stat(part)
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    raise InvalidInput(f"{name} {text}: {part} is a symbolic link loop") from None
+                raise InvalidInput(f"{name} {text}: {part} is a dangling symbolic link "
+                                   f"(to {os.readlink(part)})") from None
+
+
 def _writable(folder: Path) -> bool:
     """Can a file be created in ``folder``?  Tried, not inferred from mode bits (root, read-only mounts)."""
     import tempfile
@@ -407,6 +424,7 @@ def check_output_file(path, name: str = "--json") -> str | None:
         raise InvalidInput(f"{name} {text!r}: the path is empty")
     if "\0" in text:
         raise InvalidInput(f"{name} {text!r}: a path cannot contain a NUL byte")
+    _check_links(text, name)
     target = Path(text)
     if target.is_dir():
         raise InvalidInput(f"{name} {text}: is a directory, not a file")
@@ -431,6 +449,7 @@ def check_output_dir(path, name: str = "--out") -> str:
     text = os.fspath(path)
     if text.strip() == "" or "\0" in text:
         raise InvalidInput(f"{name} {text!r}: the path is empty or contains a NUL byte")
+    _check_links(text, name)
     folder = Path(text)
     if folder.exists() and not folder.is_dir():
         raise InvalidInput(f"{name} {text}: is a file, not a folder")

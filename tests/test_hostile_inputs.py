@@ -169,6 +169,34 @@ CLI: list[Case] = [
     Case(["mutate", "--workers", "\u0662"], 2, "--workers"),
     Case(["mutate", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
     Case(["mutate", "--equivalents", "missing/eq.md"], 2, "--equivalents"),
+    # output paths through symbolic link loops and dangling links, refused before any work
+    Case(["simulate", *SMALL, "--json", "loop"], 2, "symbolic link loop", setup="loop:loop"),
+    Case(["simulate", *SMALL, "--json", "link"], 2, "dangling symbolic link", setup="dangling:link"),
+    Case(["simulate", *SMALL, "--json", "link/x.json"], 2, "dangling symbolic link", setup="dangling:link"),
+    Case(["bench", "--json", "loop"], 2, "symbolic link loop", setup="loop:loop"),
+    Case(["bench", "--json", "a\0b.json"], 2, "NUL"),
+    Case(["reproduce", "--out", "loop/sub"], 2, "symbolic link loop", setup="loop:loop"),
+    # sweep: the output folder, the spec file and the options, refused before a cluster starts
+    Case(["sweep", "coarse_graining", "--out", "/proc/fastslow-sweep"], 2, "not writable"),
+    Case(["sweep", "coarse_graining", "--out", "loop"], 2, "symbolic link loop", setup="loop:loop"),
+    Case(["sweep", "coarse_graining", "--out", "link"], 2, "dangling symbolic link", setup="dangling:link"),
+    Case(["sweep", "coarse_graining", "--out", ""], 2, "--out"),
+    Case(["sweep", "coarse_graining", "--out", "a\0b"], 2, "NUL"),
+    Case(["sweep", "coarse_graining", "--out", "afile"], 2, "is a file", setup="file:afile"),
+    Case(["sweep", "bad.toml", "--out", "o"], 2, "not UTF-8", setup="bytes:bad.toml"),
+    Case(["sweep", "a\0b.toml", "--out", "o"], 2, "SPEC"),
+    Case(["sweep", "coarse_graining", "--scheduler", "not a url", "--out", "o"], 2, "--scheduler 'not a url'"),
+    Case(["sweep", "coarse_graining", "--max-tasks", "0", "--out", "o"], 2, "--max-tasks"),
+    Case(["sweep", "coarse_graining", "--max-tasks", "10", "--out", "o"], 2, "--max-tasks 140"),
+    Case(["sweep", "coarse_graining", "--workers", "0", "--out", "o"], 2, "--workers"),
+    # silent acceptances, now refused
+    Case(["check", "--scale", "toy", "--stack", "ck"], 2, "--stack ck cannot go with --scale toy"),
+    Case(["check", "--dtype", "float32", "--claim", "1.1"], 2, "--dtype float32 needs --scale"),
+    Case(["train", "--tokens", str(10**12), "--no-progress", "--out", "ck"], 2, "--tokens=1000000000000"),
+    Case(["mutate", "--workers", "0", "--theory-only"], 2, "--workers"),
+    # simulate: the gate certificate's memory is part of the estimate
+    Case(["simulate", "--T", "4096", "--P", "8", "--d", "8", "--layers", "1", "--heads", "2", "--device", "cpu",
+          "--max-memory", "16G"], 2, "needs an estimated"),
     # derive and the top level
     Case(["derive", "--family", "no_such_family", "--check"], 2, "no_such_family"),
     Case(["no-such-command"], 2, "no-such-command"),
@@ -187,6 +215,12 @@ def _setup(folder: Path, spec: str | None) -> None:
     elif kind == "text":
         name, _, text = rest.partition(":")
         (folder / name).write_text(text)
+    elif kind == "bytes":  # not UTF-8
+        (folder / rest).write_bytes(b'name = "x"\n# \xff\xfe\n')
+    elif kind == "loop":
+        (folder / rest).symlink_to(rest)
+    elif kind == "dangling":
+        (folder / rest).symlink_to(folder / "nowhere" / "deeper")
 
 
 def run_cli(argv) -> tuple[int, str]:
@@ -244,7 +278,50 @@ API = [
     (lambda: _run_checks([4.1]), "4.1"),
     (lambda: random_stack(**BASE)(torch.full((8, 8), float("nan"), dtype=torch.float64)), "input X"),
     (lambda: random_stack(**BASE)(_with_inf()), "index (3, 5)"),
+    (lambda: _check_context(profile="bogus"), "profile='bogus'"),
+    (lambda: _check_context(seed=-1), "seed=-1"),
+    (lambda: _evaluate("2.1", StackSpec(T=7, P=4, d=8, layers=1, heads=2)), "T=7"),
+    (lambda: _evaluate("2.1", StackSpec(T=8, d=8, layers=1, heads=3)), "heads=3"),
+    (lambda: _evaluate("2.1", StackSpec(T=8, d=8, layers=1, heads=2, arch="looped", arch_options={"loopz": 1})),
+     "loopz"),
+    (lambda: _evaluate("9.9", StackSpec()), "claim_id='9.9'"),
+    (lambda: _evaluate("2.1", {"T": 8}), "StackSpec"),
+    (lambda: _jacobian_apply(torch.full((8, 8), float("nan"), dtype=torch.float64)), "V is not finite"),
+    (lambda: _jacobian_apply(torch.ones(8, 8, dtype=torch.complex128)), "V has dtype torch.complex128"),
+    (lambda: _jacobian_apply(torch.ones(8, 8, dtype=torch.float64, requires_grad=True)), "V requires grad"),
+    (lambda: _jacobian_apply(arch="looped"), "arch='looped'"),
+    (lambda: _jacobian_apply(arch="postln"), "arch='postln'"),
+    (lambda: _jacobian_apply(arch="mhc"), "arch='mhc'"),
+    (lambda: _train_config(tokens=10**12), "--tokens=1000000000000"),
 ]
+
+
+def _check_context(**kw):
+    from proofs_check.ledger import CheckContext
+
+    return CheckContext(**kw)
+
+
+def _train_config(**kw):
+    from proofs_check.train import TextConfig
+
+    return TextConfig(**kw)
+
+
+def _evaluate(claim, spec):
+    from proofs_check import on_stack
+    from proofs_check.ledger import CheckContext, load_checks
+
+    load_checks()
+    return on_stack.evaluate(claim, spec, CheckContext())
+
+
+def _jacobian_apply(V=None, arch="preln"):
+    from numerics.matrix_free import jacobian_apply
+
+    stack = random_stack(**BASE, arch=arch)
+    return jacobian_apply(stack, torch.ones(8, dtype=torch.float64),
+                          torch.ones(8, 8, dtype=torch.float64) if V is None else V)
 
 
 def _run_checks(ids, **kw):
@@ -267,6 +344,41 @@ def test_api_refuses_with_a_value_error_naming_the_parameter(call, names, tmp_pa
     message = str(info.value)
     assert names in message and "\n" not in message
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from proofs_check.train import TextConfig, train_text
+
+    out = tmp_path_factory.mktemp("ckpt") / "run"
+    train_text(TextConfig(d=8, layers=1, heads=2, T=8, tokens=256, batch=8, eval_every=4, eval_windows=4), out,
+               progress=False, threads=1)
+    return out
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda m: m["spec"].update(kernel="full"), "spec.kernel"),
+    (lambda m: m["spec"].update(dtype="float64"), "spec.dtype"),
+    (lambda m: m["spec"].update(d=16), "spec.d"),
+    (lambda m: m.update(step=-3), "'step'=-3"),
+    (lambda m: m.update(step=2.5), "'step'=2.5"),
+    (lambda m: m["spec"].update(T="eight"), "spec.T"),
+    (lambda m: m["spec"].update(dtype="float16"), "field 'spec'"),
+    (lambda m: m.update(config=[]), "field 'config'"),
+])
+def test_an_edited_manifest_is_refused_naming_the_file_and_field(trained, edit, field, tmp_path, capsys):
+    """A manifest edited to another kernel, dtype or size, or a negative step, would rebuild another
+    stack around the weights: refused (exit 2) with the manifest's path and the field."""
+    import shutil
+
+    ck = tmp_path / "ck"
+    shutil.copytree(trained, ck)
+    manifest = json.loads((ck / "manifest.json").read_text())
+    edit(manifest)
+    (ck / "manifest.json").write_text(json.dumps(manifest))
+    code, _ = run_cli(["check", "--stack", str(ck), "--claim", "1.2", "--allow-drift", "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and str(ck / "manifest.json") in err and field in err, err
 
 
 def test_the_suite_is_large_enough():

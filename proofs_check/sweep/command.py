@@ -64,11 +64,11 @@ def cmd_sweep(args) -> int:
 
         check_output_dir(args.figures, "--figures")
     spec = sweep_spec.load(args.spec, max_tasks=args.max_tasks)
-    out = Path(args.out or Path("out") / "sweeps" / spec.name)
     from proofs_check import outdir
     from proofs_check.validation import check_output_dir
 
-    check_output_dir(out, "--out")
+    out = Path(check_output_dir(args.out if args.out is not None else str(Path("out") / "sweeps" / spec.name),
+                                "--out"))
     with outdir.claim(out, "sweep"):
         return _sweep(args, spec, out)
 
