@@ -81,6 +81,8 @@ def generated_block_errors(stack, xbar):
 
 CASES_2_1 = [(6, 8, 4, 2, "causal", {}), (6, 8, 3, 2, "full", {}), (6, 4, 3, 2, "block", {"block_size": 2}),
              (5, 4, 3, 1, "alibi", {})]
+#: GPT-2's block (numerics.hf_gpt2): h = 1, gelu_new, query and output biases; run in every mode.
+GPT2_CASE_2_1 = (6, 8, 3, 2, "causal", {"step": 1.0, "activation": "gelu_new", "attn_bias": True})
 
 
 def paper_layer_errors(seed: int = 0) -> dict[str, float]:
@@ -90,12 +92,12 @@ def paper_layer_errors(seed: int = 0) -> dict[str, float]:
     from numerics.depth_flow import paper_forward
 
     out = {}
-    for T, d, L, H, k, kw in CASES_2_1:
+    for T, d, L, H, k, kw in CASES_2_1 + [GPT2_CASE_2_1]:
         st = StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=seed, knobs={"value_scale": 1.0, **kw}).build()
         X = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 11))
         with torch.no_grad():
             Y = st(X)
-            out[k] = float((Y - paper_forward(st, X)).norm() / Y.norm())
+            out["gpt2-block" if kw.get("attn_bias") else k] = float((Y - paper_forward(st, X)).norm() / Y.norm())
     return out
 
 
@@ -103,7 +105,8 @@ def _factorisation_specs(arch, ctx):
     if arch == "preln":
         return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=ctx.seed + i,
                           knobs={"value_scale": 1.0, "decay": 0.5 * (i % 2), **kw})
-                for i, (T, d, L, H, k, kw) in enumerate(CASES_2_1 if not ctx.quick else CASES_2_1[:3])]
+                for i, (T, d, L, H, k, kw) in enumerate((CASES_2_1 if not ctx.quick else CASES_2_1[:3])
+                                                        + [GPT2_CASE_2_1])]
     return [matrix_spec(arch, ctx)]
 
 
@@ -191,7 +194,10 @@ CONTROL_BAND_2_1 = 10 * CONTROL_DELTA_2_1  # |measured/predicted − 1| ≤ 10δ
                  "G(λ) = Π_ℓ (I + C_ℓ)((1−hα)I + hλB_ℓ).",
        assumptions=["token-homogeneous reference", "gate 0", "one frozen kernel for all heads", "float64"],
        generated=["numerics.generated.factorisation.G_layer", "numerics.generated.factorisation.B_layer",
-                  "numerics.generated.factorisation.C_layer", "numerics.generated.factorisation.ln_jacobian"],
+                  "numerics.generated.factorisation.C_layer", "numerics.generated.factorisation.ln_jacobian",
+                  "numerics.generated.factorisation.G_layer_gelu_tanh",
+                  "numerics.generated.factorisation.C_layer_gelu_tanh", "numerics.generated.factorisation.gelu_tanh",
+                  "numerics.generated.factorisation.ubar"],
        tests=["tests/test_factorisation.py::test_blocks_match_autograd",
               "tests/test_factorisation.py::test_inhomogeneous_reference_breaks_blocks",
               "tests/test_factorisation.py::test_ledger_2_1_catches_perturbed_generated",
@@ -220,13 +226,14 @@ def check_2_1(ctx) -> ClaimResult:
                                      "|block − Π(I + C_layer)((1−hα)I + hλB_layer)|)/tol, tol = 64 eps cond(S) ‖J‖₂, "
                                      "and |ln_jacobian − autograd J_LN|/(64 eps max|J_LN|), and the stack's "
                                      "output against the paper's layer (torch reference ops; causal, full, block, "
-                                     "ALiBi) relative/1e-12",
+                                     "ALiBi, GPT-2's block) relative/1e-12",
                               table=rows),
         control=ControlResult("fails-as-predicted" if ok else "did-not-fail",
                               f"X = 1x̄ᵀ + {CONTROL_DELTA_2_1} Z: relative off-block mass {mass:.4g} vs first-order "
                               f"prediction {predicted:.4g} (ratio {mass / predicted:.4f}, band ±{CONTROL_BAND_2_1}); "
                               "≈ 1e-15 at the reference"),
-        notes="quick mode: causal/full/block; full mode adds ALiBi (1 head)")
+        notes="quick mode: causal/full/block; full mode adds ALiBi (1 head); both add GPT-2's block (h = 1, "
+              "gelu_new, b_Q and b_O; causal)")
 
 
 #: Claim 2.2's ledger stack: T = 6, d = 8, 3 layers, 2 heads, causal, seed 0.
