@@ -22,6 +22,7 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics import reach as R
+from numerics import weight_visibility as WV
 
 #: spreads of the sweep (the text's own spread is added)
 SPREAD_GRID = (0.01, 0.03, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -127,20 +128,62 @@ def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0, grid=SPREA
         exponent_check("2.4 Q/K share of ∂(J·V)", qk_jac,
                        lambda s: R.qk_share(stack, R.at_spread(xbar, direction, s), seed, V[0]), gamma),
     ]
+    weights = weight_checks(stack, xbar, direction, gamma, seed)
+    checks.append(weights.pop("share_check"))
     grid = sorted({*grid, s_text})
     curve = []
     for s in grid:
         Xs = X[0] if s == s_text else R.at_spread(xbar, direction, s)
         curve.append({"s": s, "factorised_error": R.factorised_error(stack, Xs, V, action),
                       "first_order": fact.coefficient * s, "qk_output_share": R.qk_share(stack, Xs, seed),
-                      "qk_jacobian_share": R.qk_share(stack, Xs, seed, V[0])})
+                      "qk_jacobian_share": R.qk_share(stack, Xs, seed, V[0]),
+                      "invisible_weight_share": WV.invisible_share(weights["flat"], Xs, weights["inv"], weights["vis"])})
     at_text = [R.factorised_error(stack, x, V) for x in X]
     return {"stack": label, "config": {k: getattr(cfg, k) for k in ("T", "d", "layers", "heads", "kernel")},
             "text_spread": s_text, "checks": checks, "curve": curve,
+            "weights_at_reference": {k: v for k, v in weights.items() if k not in ("flat", "inv", "vis")},
             "text_error_mean": sum(at_text) / len(at_text), "text_error_max": max(at_text),
             "text_spreads": [float(v) for v in R.token_spread(X)],
             "layers": layer_points(stack, X, V),
             "control": wrong_reference_control(stack, xbar, direction, V, fact, gamma, seed + 3)}
+
+
+def weight_checks(stack, xbar, direction, gamma: float, seed: int) -> dict:
+    """4.1 as weight perturbations (``numerics.weight_visibility``): at 1x̄ᵀ an invisible weight direction (not
+    W_Q, W_K) moves x̄_L at order 2, the top visible one at order 1 with coefficient σ₁/‖x̄_L‖; off the reference
+    the invisible direction's share of ∂X_L is order 1 in s.  Each by ``exponent_check`` against its expansion
+    (in the weights, ε = t(s); in the input, along the text direction)."""
+    from torch.func import jvp
+
+    T = direction.shape[-2]
+    X0 = xbar.expand(T, -1).clone()
+    w = nv_persistent_vector(stack)
+    flat = WV.FlatWeights(stack)
+    J = WV.persistent_weight_jacobian(flat, X0, w)
+    inv, vis, sigma1 = WV.directions(flat, J, seed + 13)
+    with R.mf_unchecked(stack):
+        f = lambda th: w @ flat.call(th, X0)  # noqa: E731
+        base = f(flat.theta).detach()
+        rows = []
+        for name, delta, order in (("4.1 invisible weight direction: Δx̄_L", inv, 2),
+                                   ("4.1 visible weight direction: Δx̄_L", vis, 1)):
+            ex = R.expansion(lambda th: f(th) - base, lambda th: base + 0 * th.sum(), flat.theta, delta, order, 1.0)
+            rows.append(exponent_check(name, ex, lambda s, ex=ex, delta=delta: WV.persistent_response(
+                flat, X0, w, delta, ex.t(s)), gamma))
+        share = R.expansion(lambda x: jvp(lambda th: flat.call(th, x), (flat.theta,), (inv,))[1],
+                            lambda x: jvp(lambda th: flat.call(th, x), (flat.theta,), (vis,))[1], X0,
+                            R.centred_direction(direction), 1, math.sqrt(T) * float(xbar.norm()))
+    share_check = exponent_check("4.1 invisible weight direction's share of ∂X_L", share, lambda s: WV.invisible_share(
+        flat, R.at_spread(xbar, direction, s), inv, vis), gamma)
+    return {"parameters": J.shape[1], "visible_dim": int(torch.linalg.matrix_rank(J)), "sigma1_rel": sigma1 / float(base.norm()),
+            "invisible_first_order": float((J @ inv).norm()) / sigma1, "checks": rows, "share_check": share_check,
+            "flat": flat, "inv": inv, "vis": vis}
+
+
+def nv_persistent_vector(stack):
+    from numerics.visibility import persistent_vector
+
+    return persistent_vector(stack)
 
 
 def reach_stacks(ctx, cfg=None, windows: int = WINDOWS) -> list[tuple[str, object, torch.Tensor]]:
@@ -171,9 +214,9 @@ def run(ctx) -> dict:
 
     with torch_threads(1):  # small forward-mode passes: one thread is fastest and independent of the caller
         stacks = [reach_on_stack(label, st, X, ctx.seed, grid) for label, st, X in reach_stacks(ctx, windows=windows)]
-    ok = all(c["ok"] for s in stacks for c in s["checks"])
+    ok = all(c["ok"] for s in stacks for c in s["checks"] + s["weights_at_reference"]["checks"])
     controls = all(s["control"]["status"] == "fails-as-predicted" for s in stacks)
-    return {"claims": ["2.1", "2.3", "2.4"], "stacks": stacks, "exponents_as_predicted": ok,
+    return {"claims": ["2.1", "2.3", "2.4", "4.1"], "stacks": stacks, "exponents_as_predicted": ok,
             "control_fails_as_predicted": controls, "statement": statement(stacks)}
 
 
@@ -185,7 +228,8 @@ def statement(stacks: list[dict]) -> str:
         parts.append(f"{s['stack']}: text spread s = {s['text_spread']:.2f} at the input, J·V error "
                      f"{100 * s['text_error_mean']:.0f} % (max {100 * s['text_error_max']:.0f} %) for the whole stack, "
                      f"{100 * last['tail_error_mean']:.0f} % for the last layer alone at s = {last['spread_mean']:.2f}; "
-                     f"Q/K share of the output derivative {100 * _at_text(s, 'qk_output_share'):.0f} %")
+                     f"Q/K share of the output derivative {100 * _at_text(s, 'qk_output_share'):.0f} %, an invisible "
+                     f"weight direction's share {100 * _at_text(s, 'invisible_weight_share'):.0f} %")
     exps = "; ".join(f"{c['quantity']} slope {c['fitted_slope']:.3f} (predicted {c['order']} ± "
                      f"{c['slope_tolerance']:.1e})" for c in stacks[-1]["checks"])
     return ("The reference identities are exact at s = 0 and depart as predicted (" + exps + " on the trained "
@@ -207,7 +251,7 @@ def report_section(entry: dict | None) -> list[str]:
               "| stack | quantity | fitted slope | predicted | coefficient (measured / predicted) | ok |",
               "| --- | --- | --- | --- | --- | --- |"]
     for s in entry["stacks"]:
-        for c in s["checks"]:
+        for c in s["checks"] + s["weights_at_reference"]["checks"]:
             lines.append(f"| {s['stack']} | {md_escape(c['quantity'])} | {c['fitted_slope']:.4f} | {c['order']} ± "
                          f"{c['slope_tolerance']:.1e} | {c['coefficient']:.4g} / {c['predicted_coefficient']:.4g} | "
                          f"{'yes' if c['ok'] else 'NO'} |")

@@ -125,3 +125,26 @@ def test_depth_roughness_separates_smooth_paths_from_iid_layers():
         for L_ in depths:
             assert abs(cal["iid"]["by_depth"][str(L_)][g] / DS.IID_RATIO - 1) <= 0.35
         assert abs(cal["iid"]["slope"][g]) <= 0.35 / math.log(4)
+
+
+def test_invisible_weight_direction_moves_the_persistent_component_at_second_order(setup):
+    from numerics import weight_visibility as WV
+    from numerics.visibility import persistent_vector
+
+    st, xbar, direction, _, gamma = setup
+    X0 = xbar.expand(T, D).clone()
+    flat = WV.FlatWeights(st)
+    J = WV.persistent_weight_jacobian(flat, X0, persistent_vector(st))
+    inv, vis, sigma1 = WV.directions(flat, J, seed=2)
+    # in the null space to the projection's rounding (two Gram–Schmidt passes: ≤ eps σ₁ per pass, d rows)
+    assert float((J @ inv).norm()) <= 4 * D * EPS * sigma1
+    assert float(inv[flat.mask() == 0].abs().max()) == 0.0       # no W_Q / W_K component
+    out = PR.weight_checks(st, xbar, direction, gamma, seed=0)
+    inv_row, vis_row = out["checks"]
+    assert inv_row["ok"] and inv_row["order"] == 2, inv_row
+    assert vis_row["ok"] and vis_row["order"] == 1, vis_row
+    # the visible coefficient is σ₁/‖x̄_L‖ from the SVD, a route independent of the expansion
+    assert abs(vis_row["predicted_coefficient"] / out["sigma1_rel"] - 1) <= vis_row["coefficient_tolerance"]
+    assert out["share_check"]["ok"] and out["share_check"]["order"] == 1
+    # control: the visible direction moves x̄_L at first order, so its exponent-2 fit fails by ≈ 1
+    assert abs(vis_row["fitted_slope"] - 2) > 0.9

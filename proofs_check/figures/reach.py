@@ -41,13 +41,15 @@ def render_reach(ctx, out_dir):
                    color=color, zorder=5, label=f"{s['stack']}: text, layers ℓ..L−1 at X_ℓ")
         ax = axes[1]
         ax.loglog(fact["window"], fact["values"], "o", color=color)
-        for c, mk in zip(s["checks"][1:], ("s", "^")):
+        for c, mk in zip(s["checks"][1:], ("s", "^", "d")):
             ax.loglog(c["window"], c["values"], mk, color=color)
         ax.loglog(xs, [r["qk_output_share"] for r in curve], "s-", color=color, alpha=0.5,
                   label=f"{s['stack']}: Q/K share of ∂output (slope 2)")
         ax.loglog(xs, [r["qk_jacobian_share"] for r in curve], "^-", color=color, alpha=0.5,
                   label=f"{s['stack']}: Q/K share of ∂(J·V) (slope 1)")
         ax.loglog(xs, [r["factorised_error"] for r in curve], "o-", color=color, alpha=0.5)
+        ax.loglog(xs, [r["invisible_weight_share"] for r in curve], "d--", color=color, alpha=0.5,
+                  label=f"{s['stack']}: invisible weights' share of ∂X_L (4.1, slope 1)")
         ax = axes[2]
         layers = [r["layer"] for r in s["layers"]]
         ax.plot(layers, [r["spread_mean"] for r in s["layers"]], "o-", color=color, label=s["stack"])
@@ -59,9 +61,9 @@ def render_reach(ctx, out_dir):
                       fontsize=9)
     axes[0].legend(fontsize=6)
     axes[1].set_xlabel("token spread s")
-    axes[1].set_ylabel("J·V error (circles), Q/K share (squares, triangles)")
-    axes[1].set_title("fit windows (markers) and sweeps: exponents 1, 2, 1", fontsize=9)
-    axes[1].legend(fontsize=6)
+    axes[1].set_ylabel("J·V error (●), Q/K share (■ ▲), invisible weights (◆)")
+    axes[1].set_title("fit windows (markers) and sweeps: exponents 1, 2, 1, 1", fontsize=9)
+    axes[1].legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
     axes[2].set_xticks(layers)
     axes[2].set_xlabel("layer ℓ")
     axes[2].set_ylabel("spread s_ℓ of X_ℓ (text windows: mean, range)")
