@@ -108,7 +108,8 @@ def evaluate_6_4(spec, ctx) -> Verdict:
     e(η) = max_{ℓ≥ℓ*, λ} |log r − log r̂|, over ``ETAS``: fitted log–log slope 1 ± ``SLOPE_TOL``;
     (iii) η = 1: the reach (``reach``), reported, not judged.  A checkpoint: the reach only (conditional).
 
-    ``measured``: ``identity_error`` (both routes), ``residuals`` (e(η)), ``slope``, ``reach``;
+    ``measured``: ``saturation_depth`` (ℓ* of the drawn stack's mode products), ``r_last_worst`` (max_λ r_L(λ)),
+    ``identity_error`` (both routes), ``residuals`` (e(η)), ``slope``, ``reach``;
     ``predicted``: ``tolerance`` (identity), ``slope`` (1), ``epsilon`` (1/(1 − λ₂))."""
     why = _na(spec)
     if why:
@@ -151,7 +152,8 @@ def evaluate_6_4(spec, ctx) -> Verdict:
     errors = {"η = 0: mode products vs clock / tol": err_gen / tol, "η = 0: autograd vs clock / tol": err_dense / tol_dense,
               "|slope − 1| / tol": abs(slope - 1) / SLOPE_TOL, "discrete clock below the power law / tol": below / tol}
     rc = reach(stack, xbar, synthetic_inputs(spec.T, spec.seed, xbar))
-    measured = {"identity_error": {"generated": err_gen, "autograd": err_dense}, "kappa": kappa, "residuals": residuals,
+    measured = {"saturation_depth": rc["saturation_depth"], "r_last_worst": max(rc["r_last"]),
+                "identity_error": {"generated": err_gen, "autograd": err_dense}, "kappa": kappa, "residuals": residuals,
                 "etas": list(ETAS), "slope": slope, "reach": rc, "errors": errors}
     predicted = {"tolerance": {"generated": tol, "autograd": tol_dense}, "slope": 1.0, "slope_tolerance": SLOPE_TOL,
                  "epsilon": nds.depth_epsilon(lams), "clock_saturation_depth": rc["clock_saturation_depth"]}
