@@ -15,8 +15,10 @@ import torch
 
 from numerics.generated import gate_bounds as gen
 
-#: the coarse search doubles |g| from ``scale`` up to ``scale · 2^CAP_DOUBLINGS``
+#: the coarse search doubles |g| from ``scale`` up to ``scale · 2^CAP_DOUBLINGS`` (products: the onset) or
+#: ``scale · 2^DET_DOUBLINGS`` (S(g) costs no products: g⁺)
 CAP_DOUBLINGS = 12
+DET_DOUBLINGS = 30
 #: bisection steps on a bracket: relative width 2^-40 ≈ 1e-12
 BISECTIONS = 40
 
@@ -67,10 +69,10 @@ def product_log_norm(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Ten
     return torch.log(torch.linalg.matrix_norm(P, ord=2))
 
 
-def first_crossing(f, scale: float, sign: float) -> float | None:
-    """The smallest |g| = x > 0 (g = sign·x) on the doubling grid scale·2^j, j ≤ CAP_DOUBLINGS, where
+def first_crossing(f, scale: float, sign: float, doublings: int = CAP_DOUBLINGS) -> float | None:
+    """The smallest |g| = x > 0 (g = sign·x) on the doubling grid scale·2^j, j ≤ ``doublings``, where
     f(g) > 0, refined by bisection between the last grid point with f ≤ 0 and the first with f > 0."""
-    xs = scale * 2.0 ** torch.arange(0, CAP_DOUBLINGS + 1, dtype=torch.float64)
+    xs = scale * 2.0 ** torch.arange(0, doublings + 1, dtype=torch.float64)
     xs = torch.cat([torch.zeros(1, dtype=torch.float64), xs])
     vals = f(sign * xs)
     if bool(vals[0] > 0):
@@ -89,8 +91,8 @@ def first_crossing(f, scale: float, sign: float) -> float | None:
 
 
 def upper_gate_bound(sp: LayerSpectra, scale: float) -> dict:
-    """g⁺ per sign: the smallest |g| with S(g) > 0 (None: none up to scale·2^CAP_DOUBLINGS)."""
-    return {s: first_crossing(lambda g: log_det_growth(sp, g), scale, s) for s in (1.0, -1.0)}
+    """g⁺ per sign: the smallest |g| with S(g) > 0 (None: none up to scale·2^DET_DOUBLINGS)."""
+    return {s: first_crossing(lambda g: log_det_growth(sp, g), scale, s, DET_DOUBLINGS) for s in (1.0, -1.0)}
 
 
 def linear_onset(G: torch.Tensor, K: torch.Tensor, h: float, scale: float) -> dict:

@@ -43,8 +43,8 @@ def bound_tolerance(L: int, N: int, kappa: float) -> float:
 @on_stack("5.3", specs=specs_5_3)
 def evaluate_5_3(spec, ctx) -> Verdict:
     """g* ≤ g_on ≤ g⁺ on one hierarchical stack, and the determinant bound ‖Π(G_ℓ + hgK_ℓ)‖ ≥ exp(S(g)/N) at gates
-    where S > 0.  ``measured``: ``onset_linear``, ``onset_real`` (per sign), ``tightness``; ``predicted``:
-    ``g_star`` (5.1's certified lower end), ``g_plus`` (per sign)."""
+    where S > 0.  ``measured``: ``onset_min`` (the smaller sign's), ``onset_linear``, ``onset_real`` (per sign),
+    ``tightness``; ``predicted``: ``g_star`` (5.1's certified lower end), ``g_plus_min``, ``g_plus`` (per sign), ``mu``."""
     if spec.arch != "preln" or spec.P is None:
         return Verdict("5.3", "n/a", reason="needs the hierarchical pre-LN stack (P set): the slow-mode maps G_ℓ, K_ℓ "
                                              "of Claim 5.1")
@@ -67,10 +67,14 @@ def evaluate_5_3(spec, ctx) -> Verdict:
     errors, tight = {}, {}
     for s, name in ((1.0, "+"), (-1.0, "−")):
         on, up = lin[s], g_plus[s]
-        if on is None or up is None:
-            errors[f"g⁺ or onset missing ({name})"] = math.inf
+        if on is not None:
+            errors[f"g* above the onset ({name})"] = max(0.0, e.g_lo - on) / (ROOT_RTOL * e.g_lo)
+        if up is None:      # S(g) ≤ 0 up to the search cap: the determinant certifies no expansion there
+            tight[name] = {"onset_linear / g*": None if on is None else on / e.g_lo, "g⁺ / onset_linear": None}
             continue
-        errors[f"g* above the onset ({name})"] = max(0.0, e.g_lo - on) / (ROOT_RTOL * e.g_lo)
+        if on is None:      # the bound says the product expands at g⁺: an onset must exist below it
+            errors[f"no onset below g⁺ ({name})"] = math.inf
+            continue
         errors[f"onset above g⁺ ({name})"] = max(0.0, on - up) / (ROOT_RTOL * up)
         gates = torch.tensor([s * up * (1 + 1e-6), s * 2 * up, s * 4 * up], dtype=torch.float64)
         bound = torch.log(ngb.norm_lower_bound(spectra, gates))          # S(g)/N
@@ -79,11 +83,12 @@ def evaluate_5_3(spec, ctx) -> Verdict:
         real_on = real.onset_plus if s > 0 else real.onset_minus
         tight[name] = {"onset_linear / g*": on / e.g_lo, "onset_real / g*": None if real_on is None else real_on / e.g_lo,
                        "g⁺ / onset_linear": up / on}
-    measured = {"onset_linear": {"+": lin[1.0], "−": lin[-1.0]},
+    measured = {"onset_min": ngb.smallest(lin), "onset_linear": {"+": lin[1.0], "−": lin[-1.0]},
                 "onset_real": {"+": real.onset_plus, "−": real.onset_minus, "resolution": real.resolution},
                 "tightness": tight, "S0": float(ngb.log_det_growth(spectra, torch.tensor(0.0))), "modes": N,
                 "errors": errors, "kappa": kappa}
-    predicted = {"g_star": e.g_lo, "g_plus": {"+": g_plus[1.0], "−": g_plus[-1.0]}, "tolerance": tol}
+    predicted = {"g_star": e.g_lo, "g_plus_min": ngb.smallest(g_plus), "mu": e.mu,
+                 "g_plus": {"+": g_plus[1.0], "−": g_plus[-1.0]}, "tolerance": tol}
     error = max(errors.values())
     kw = dict(measured=measured, predicted=predicted, error=error, tolerance=1.0)
     if error > 1.0:
