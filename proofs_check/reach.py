@@ -140,6 +140,7 @@ def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0, grid=SPREA
                       "invisible_weight_share": WV.invisible_share(weights["flat"], Xs, weights["inv"], weights["vis"])})
     at_text = [R.factorised_error(stack, x, V) for x in X]
     return {"stack": label, "config": {k: getattr(cfg, k) for k in ("T", "d", "layers", "heads", "kernel")},
+            "provenance": getattr(stack, "provenance", None),
             "text_spread": s_text, "checks": checks, "curve": curve,
             "weights_at_reference": {k: v for k, v in weights.items() if k not in ("flat", "inv", "vis")},
             "text_error_mean": sum(at_text) / len(at_text), "text_error_max": max(at_text),
@@ -213,6 +214,9 @@ def reach_stacks(ctx, cfg=None, windows: int = WINDOWS) -> list[tuple[str, objec
     init = spec.build()
     init_embed = LanguageModel(VOCAB, init, spec.seed, dtype=torch.float64).embed.detach()
     trained = spec.with_(checkpoint=str(path)).build()
+    trained.provenance = {"checkpoint": path.name, "step": manifest["step"],
+                          "validation_loss": manifest["curves"]["eval_loss"][-1],
+                          "corpus_sha256": manifest["corpus"]["sha256"]}
     return [("random (initialisation)", init, text_inputs(init, init_embed, windows)),
             ("trained", trained, text_inputs(trained, tensors["model"]["embed"], windows))]
 
