@@ -70,6 +70,17 @@ def mutants(Mutant) -> list:
         Mutant("flops-scores-half", "6.3", "attention scores counted but not the mixing (2T²d for 4T²d)",
                f"theory.{sm}:attention_flops",
                lambda orig: (lambda T, d: {"projections": 8 * T * d ** 2, "scores_mixing": 2 * T ** 2 * d})),
+        Mutant("clock-rate-squared", "6.4", "the depth clock with λ² for λ: mode λ contracting at rate 1 − λ²",
+               "theory.depth_slow_manifold:clock_factor_expr",
+               lambda orig: (lambda: (lambda m: m.lam ** 2 + (1 - m.lam ** 2) * (1 - m.h * m.alpha) / m.growth)(
+                   _mod("depth_slow_manifold")))),
+        Mutant("clock-decay-dropped", "6.4", "the depth clock without the residual decay's factor 1 − hα",
+               "theory.depth_slow_manifold:clock_factor_expr",
+               lambda orig: (lambda: (lambda m: m.lam + (1 - m.lam) / m.growth)(_mod("depth_slow_manifold")))),
+        # ---- 5.3 gate bounds ---------------------------------------------------------------------
+        Mutant("det-root-dropped", "5.3", "the determinant bound ‖P‖ ≥ |det P| without the 1/N root",
+               "theory.gate_bounds:det_norm_bound_expr",
+               lambda orig: (lambda: sp.exp(_mod("gate_bounds").S))),
         # ---- 7.x emissions -----------------------------------------------------------------------
         Mutant("posterior-block-sum", "7.1", "a posterior using the block sum where the block mean belongs",
                f"theory.{em}:gaussian_posterior_mean_expr",

@@ -61,8 +61,10 @@ def specs_6_4(arch, ctx):
     if arch != "preln":
         return [StackSpec(arch=arch, T=4, d=4, layers=3, heads=2, seed=ctx.seed)]
     seeds = [0] if ctx.quick else [0, 1, 2]
+    # and one damped stack (α = 1), where the clock's factor (1 − hα) enters
     return [StackSpec(T=6, d=8, layers=16, heads=2, kernel=k, seed=s, knobs={"value_scale": 20.0})
-            for s in seeds for k in ("causal", "full")]
+            for s in seeds for k in ("causal", "full")] + [
+        StackSpec(T=6, d=8, layers=16, heads=2, kernel="causal", seed=0, knobs={"value_scale": 20.0, "decay": 1.0})]
 
 
 def residual_after(r: torch.Tensor, rhat: torch.Tensor, start: int | None) -> float:
@@ -264,7 +266,7 @@ def check_6_4(ctx) -> ClaimResult:
                                    p["tolerance"]["generated"], U, spec.layers * (spec.d + 1), margin=20),
                         Derivation(f"η = 0 autograd vs clock ({spec.kernel}, seed {spec.seed})",
                                    p["tolerance"]["autograd"], U, spec.layers * spec.T * spec.d, kappa=kappa, margin=20)]
-        table.append({"kernel": spec.kernel, "seed": spec.seed, "c": spec.knob("value_scale"),
+        table.append({"kernel": spec.kernel, "seed": spec.seed, "c": spec.knob("value_scale"), "α": spec.knob("decay", 0.0),
                       "ε = 1/(1−λ₂)": round(p["epsilon"], 3),
                       "|r − r̂| at η = 0 (gen, autograd)": [m["identity_error"]["generated"], m["identity_error"]["autograd"]],
                       "slope of e(η)": round(m["slope"], 4),
