@@ -232,23 +232,25 @@ def _run_mutants(args, theory_names, source_names, step) -> tuple[dict, bool]:
     if not args.code_only and not args.source_only and (theory_names or not args.only):
         theory = step("theory mutants", run_mutants, theory_names or None, workers=args.workers,
                       run_tests=not args.no_tests)
-        print(format_table(theory))
+        print(format_table(theory), flush=True)  # shown even if a later step is killed
         result["theory"] = theory
         ok = theory["killed"] == theory["total"]
     if not args.code_only and not args.theory_only and (source_names or not args.only):
         source = step("source mutants", source_mutants.run_source_mutants, source_names or None,
                       workers=args.workers, run_tests=not args.no_tests)
-        print(source_mutants.format_table(source))
+        print(source_mutants.format_table(source), flush=True)
         result["source"] = source
         ok = ok and source["killed_by_ledger"] == source["total"]
     if not args.theory_only and not args.source_only and not args.only:
-        from proofs_check.code_mutants import CODE_TARGET, format_summary, run_code_mutants
+        from proofs_check.code_mutants import CODE_TARGET, DEFAULT_PATHS, format_summary, run_code_mutants
 
         from proofs_check.equivalents import annotate, markdown
 
+        print(f"code mutants: mutmut over {', '.join(DEFAULT_PATHS)} (minutes; its summary prints when it ends)",
+              file=sys.stderr, flush=True)
         code = step("code mutants (matching survivors to proofs_check/equivalents.py)", annotate,
                     step("code mutants", run_code_mutants, workers=args.workers))
-        print(format_summary(code))
+        print(format_summary(code), flush=True)
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
