@@ -276,3 +276,31 @@ def trajectory_spreads(stack, X: torch.Tensor) -> torch.Tensor:
     """s_ℓ of X_0 .. X_L for inputs X (..., T, d): shape (L+1, ...)."""
     with torch.no_grad(), mf_unchecked(stack):
         return token_spread(stack.trajectory(X))
+
+
+# ---- 3.2(a): the coarse-graining identity off the reference -------------------------------------
+def coarse_residual_expansion(stack, xbar: torch.Tensor, direction: torch.Tensor, V: torch.Tensor, P: int):
+    """3.2(a) along ``direction``: ‖Π J(X)(I − Q)V‖ / ‖J(X)V‖ (Π block-mean pooling, Q = Π⁺Π), exactly 0 at
+    1x̄ᵀ for kernels with ΠA(I − Q) = 0 (full, block); order 1 off it.  Returns (Expansion, measure(X))."""
+    from numerics.coarse_graining import pooling
+
+    T = V.shape[-2]
+    Pi, _, Q = pooling(T, P, V.dtype, V.device)
+    W = V - Q @ V                                           # (I − Q)V: the within-block deviations
+    f = _forward(stack)
+    X0 = xbar.expand(T, -1).clone()
+    Ehat = centred_direction(direction).to(X0.dtype)
+
+    def num(x):
+        return Pi @ vmap(lambda w: jvp(f, (x,), (w,))[1])(W)
+
+    def den(x):
+        return vmap(lambda v: jvp(f, (x,), (v,))[1])(V)
+
+    def measure(X):
+        with mf_unchecked(stack), torch.no_grad():
+            return pooled_ratio(num(X), den(X))
+
+    with mf_unchecked(stack):
+        ex = expansion(num, den, X0, Ehat, 1, math.sqrt(T) * float(xbar.norm()))
+    return ex, measure

@@ -148,3 +148,16 @@ def test_invisible_weight_direction_moves_the_persistent_component_at_second_ord
     assert out["share_check"]["ok"] and out["share_check"]["order"] == 1
     # control: the visible direction moves x̄_L at first order, so its exponent-2 fit fails by ≈ 1
     assert abs(vis_row["fitted_slope"] - 2) > 0.9
+
+
+def test_coarse_graining_identity_departs_at_first_order_and_causal_misses_at_the_reference(setup):
+    st, xbar, direction, _, _ = setup
+    X = torch.stack([R.at_spread(xbar, direction, 0.5)])
+    out = PR.coarse_reach(st, X, P=2, seed=0, grid=(0.1, 0.5))
+    for kernel in ("full", "block"):
+        # ΠJ(I − Q) = 0 at 1x̄ᵀ for these kernels; off it order 1, exponent and c₁ within the expansion's tolerances
+        check = out["kernels"][kernel]["check"]
+        assert check["ok"] and check["order"] == 1, check
+    # control: the causal kernel breaks ΠA(I − Q) = 0, so the residual is nonzero at s = 0, by the factorised amount
+    ctl = out["kernels"]["causal"]["control"]
+    assert ctl["status"] == "fails-as-predicted", ctl
