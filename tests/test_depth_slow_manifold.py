@@ -156,3 +156,14 @@ def test_saturation_fraction_converges_on_a_smooth_path():
         assert None not in a
         for k in range(len(a) - 2):
             assert abs(a[k + 2] - a[k + 1]) <= abs(a[k + 1] - a[k]) / 2 + 2 / series["depths"][k]
+
+
+def test_ledger_catches_an_off_by_one_saturation_search(monkeypatch):
+    """Every ℓ* one layer too shallow: the causal stack's ℓ* ≥ 1 moves, the definition does not, the verdict fails."""
+    search = ncg.first_saturated_layer
+    monkeypatch.setattr(ncg, "first_saturated_layer",
+                        lambda worst, tau: None if search(worst, tau) is None else max(search(worst, tau) - 1, 0))
+    spec = chk.specs_6_4("preln", CheckContext())[0]
+    assert spec.kernel == "causal"
+    v = evaluate("6.4", spec, CheckContext())
+    assert v.status == "fails" and math.isinf(v.measured["errors"]["ℓ* search vs definition"])

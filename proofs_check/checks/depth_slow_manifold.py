@@ -67,6 +67,12 @@ def specs_6_4(arch, ctx):
         StackSpec(T=6, d=8, layers=16, heads=2, kernel="causal", seed=0, knobs={"value_scale": 20.0, "decay": 1.0})]
 
 
+def depth_by_definition(ratios: torch.Tensor, tau: float) -> int | None:
+    """ℓ*(τ) = min{ℓ : max_λ r_m(λ) ≤ τ for every m ≥ ℓ} read off its definition, layer by layer (no search)."""
+    worst = ratios.max(dim=1).values.tolist()
+    return next((ell for ell in range(len(worst)) if all(w <= tau for w in worst[ell:])), None)
+
+
 def residual_after(r: torch.Tensor, rhat: torch.Tensor, start: int | None) -> float:
     """max over ℓ ≥ ℓ* (all layers when ℓ* does not exist) and λ of |log r − log r̂|."""
     s = 0 if start is None else start
@@ -154,6 +160,10 @@ def evaluate_6_4(spec, ctx) -> Verdict:
     errors = {"η = 0: mode products vs clock / tol": err_gen / tol, "η = 0: autograd vs clock / tol": err_dense / tol_dense,
               "|slope − 1| / tol": abs(slope - 1) / SLOPE_TOL, "discrete clock below the power law / tol": below / tol}
     rc = reach(stack, xbar, synthetic_inputs(spec.T, spec.seed, xbar))
+    # both saturation depths against their definition (an off-by-one in the search moves every ℓ* ≥ 1)
+    lam_d, r_d = nds.measured_ratios(stack, xbar)
+    defined = (depth_by_definition(r_d, TAU), depth_by_definition(nds.clock_ratios(stack, xbar, lam_d), TAU))
+    errors["ℓ* search vs definition"] = 0.0 if defined == (rc["saturation_depth"], rc["clock_saturation_depth"]) else math.inf
     measured = {"saturation_depth": rc["saturation_depth"], "r_last_worst": max(rc["r_last"]),
                 "identity_error": {"generated": err_gen, "autograd": err_dense}, "kappa": kappa, "residuals": residuals,
                 "etas": list(ETAS), "slope": slope, "reach": rc, "errors": errors}
