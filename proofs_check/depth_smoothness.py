@@ -134,16 +134,14 @@ def statement(runs: dict, slopes: dict, depths) -> str:
             f"(Euler −1, i.i.d. 0); of the training updates alone {upd}.")
 
 
-def plot(result: dict, out: Path) -> Path:
-    """r against L per group: trained, initialisation, updates, the smooth-path calibration and the lines
-    √2 and ∝ 1/L."""
+def draw(result: dict):
+    """The figure: r against L per group (trained, initialisation, updates, the smooth-path calibration),
+    with the i.i.d. level √2; returns the matplotlib Figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
-
-    from proofs_check.io import atomic_path
 
     depths = result["depths"]
     groups = ("W_QK", "W_VO", "W1", "W2")
@@ -162,10 +160,50 @@ def plot(result: dict, out: Path) -> Path:
     axes[0].legend(fontsize=7)
     fig.suptitle("Depth roughness of trained weights (grey: i.i.d. √2; Euler scheme: slope −1)", fontsize=9)
     fig.tight_layout()
+    return fig
+
+
+def plot(result: dict, out: Path) -> Path:
+    """:func:`draw` written to ``out`` (PNG) atomically."""
+    import matplotlib.pyplot as plt
+
+    from proofs_check.io import atomic_path
+
+    fig = draw(result)
     with atomic_path(out) as tmp:
         fig.savefig(tmp, format=out.suffix.lstrip(".") or "png", dpi=120)
     plt.close(fig)
     return out
+
+
+RECORDED = Path(__file__).resolve().parent.parent / "docs" / "trained" / "depth_smoothness.json"
+
+
+def recorded() -> dict | None:
+    """The committed run (``docs/trained/depth_smoothness.json``), or None."""
+    import json
+
+    return json.loads(RECORDED.read_text()) if RECORDED.exists() else None
+
+
+def ledger_entry() -> dict | None:
+    """The recorded run's sentence, depth slopes and provenance for the ledger's ``recorded`` section."""
+    r = recorded()
+    if r is None:
+        return None
+    return {"statement": r["statement"], "depths": r["depths"], "slopes": r["slopes"],
+            "calibration_slopes": {k: v["slope"] for k, v in r["calibration"].items()},
+            "recorded": r.get("recorded"), "file": "docs/trained/depth_smoothness.json"}
+
+
+def report_section(entry: dict | None) -> list[str]:
+    """The report's paragraph and figure."""
+    from proofs_check.report import figure_md, md_escape
+
+    if entry is None:
+        return []
+    return (["", "## Depth smoothness of trained weights (Claim 1.1's premise)", "", md_escape(entry["statement"]), ""]
+            + figure_md("depth_roughness", "Layer-to-layer change of trained weights against depth"))
 
 
 def main(argv=None) -> int:

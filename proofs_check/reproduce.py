@@ -106,6 +106,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
 
             text_73 = text_experiment.recorded()
             ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_73)}
+            from proofs_check import depth_smoothness
+
+            ledger["recorded"]["depth-smoothness"] = depth_smoothness.ledger_entry()
             from proofs_check import trained_findings
 
             ledger["trained"] = trained_findings.findings(results["matrix"])
@@ -124,6 +127,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             from proofs_check import reach
 
             extra += reach.report_section(ledger["reach"])
+            extra += depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"])
             extra += text_experiment.report_section(text_73, figures_dir)
             extra += _mutation_section(out)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
