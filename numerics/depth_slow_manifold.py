@@ -178,14 +178,20 @@ def distance_reach(stack: Stack, inputs: torch.Tensor) -> dict:
 
 
 def text_inputs(checkpoint: str, T: int, windows: int, dtype=torch.float64) -> torch.Tensor:
-    """Real inputs of a trained stack: its checkpoint's embedding of ``windows`` validation windows of the
-    shipped corpus, shape (windows, T, d)."""
+    """Real inputs of a trained stack: its checkpoint's embedding (a fastslow language model's ``embed``, or an
+    imported GPT-2's wte + wpe) of ``windows`` validation windows of the shipped corpus, shape (windows, T, d)."""
     from numerics import checkpoint as ckpt
     from numerics.corpus import ByteCorpus
 
     tensors, _ = ckpt.load(checkpoint)
-    embed = tensors["model"]["embed"].to(dtype)
-    return embed[ByteCorpus.load().validation_windows(T, windows)]
+    tokens = ByteCorpus.load().validation_windows(T, windows)
+    if "embed" in tensors["model"]:                      # a fastslow-trained language model
+        return tensors["model"]["embed"].to(dtype)[tokens]
+    if "embedding.wte" in tensors.get("outside", {}):    # an imported GPT-2: token plus position embeddings
+        from numerics.hf_gpt2 import embed
+
+        return embed({k: v.to(dtype) for k, v in tensors["outside"].items()}, tokens)
+    raise ckpt.CheckpointError(f"checkpoint {checkpoint}: no embedding to turn text into inputs")
 
 
 def saturation_depths(measured: torch.Tensor, predicted: torch.Tensor, tau: float) -> tuple[int | None, int | None]:
