@@ -179,8 +179,40 @@ def _killed_by_ledger(entry: dict) -> str | None:
     return f"control: {(entry.get('control') or {}).get('status')}"
 
 
+#: The time limit of one mutant's ledger run, and of its test run (s): a quick claim check takes ≤ 2 min on a
+#: loaded 2-core machine, the slowest family's tests a few minutes; a mutant that runs past this is refused
+#: (a derivation that makes SymPy hang is a mistake the suite caught), never awaited.
+MUTANT_SECONDS = 1200.0
+
+
+def run_limited(cmd: list[str], seconds: float | None = None, **kwargs):
+    """``subprocess.run(cmd, capture_output=True, text=True, **kwargs)`` under a time limit: the completed
+    process, or None when it ran past ``seconds`` (default :data:`MUTANT_SECONDS`); then its whole process
+    group (pytest workers included) is killed."""
+    import signal
+
+    seconds = MUTANT_SECONDS if seconds is None else seconds
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            **kwargs)
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def timed_out(what: str, seconds: float | None = None) -> str:
+    return f"refused: {what} did not finish within {MUTANT_SECONDS if seconds is None else seconds:g} s (timeout)"
+
+
 def run_one(name: str, run_tests: bool = True) -> dict:
-    """Run one mutant in a fresh interpreter; return {name, claim, killed_by, seconds}."""
+    """Run one mutant in a fresh interpreter; return {name, claim, killed_by, seconds}.  The ledger run and
+    the test run each have :data:`MUTANT_SECONDS`; a timeout is a refusal (the mutant is killed), with its reason."""
     start = time.perf_counter()
     mutant = catalogue()[name]
     code = ("import json, sys\n"
@@ -191,19 +223,22 @@ def run_one(name: str, run_tests: bool = True) -> dict:
             f"entry = run_claim({mutant.claim!r}, CheckContext(quick=True))\n"
             "print('@@' + json.dumps({'killed_by': _killed_by_ledger(entry)}))\n")
     env = os.environ | {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True)
-    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
-    if marker:
+    proc = run_limited([sys.executable, "-c", code], cwd=REPO, env=env)
+    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@")] if proc else []
+    if proc is None:
+        killed_by = timed_out(f"the ledger check of {mutant.claim}")
+    elif marker:
         killed_by = json.loads(marker[-1][2:])["killed_by"]
     else:
         killed_by = f"installing or checking crashed: {proc.stderr.strip().splitlines()[-1:]}"
     if killed_by is None and run_tests:
         test_file = REPO / "tests" / f"test_{mutant.family}.py"
         if test_file.exists():
-            result = subprocess.run([sys.executable, "-m", "pytest", str(test_file), "-x", "-q",
-                                     "-p", "no:cacheprovider"], cwd=REPO, env=env | {"FASTSLOW_MUTANT": name},
-                                    capture_output=True, text=True)
-            if result.returncode != 0:
+            result = run_limited([sys.executable, "-m", "pytest", str(test_file), "-x", "-q",
+                                  "-p", "no:cacheprovider"], cwd=REPO, env=env | {"FASTSLOW_MUTANT": name})
+            if result is None:
+                killed_by = "test: " + timed_out(test_file.name)
+            elif result.returncode != 0:
                 failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
                 killed_by = f"test: {failed[0][7:] if failed else test_file.name}"
     return {"name": name, "claim": mutant.claim, "family": mutant.family, "description": mutant.description,

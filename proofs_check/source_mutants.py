@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofs_check.ledger import CLAIM_IDS
-from proofs_check.mutants import run_pool, text_table
+from proofs_check.mutants import run_limited, run_pool, text_table, timed_out
 
 REPO = Path(__file__).resolve().parent.parent
 COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
@@ -48,7 +47,8 @@ class SourceMutant:
     new: str
     claims: tuple[str, ...]
     description: str
-    where: str  # forward pass | reference trajectory | kernels | pooling | certificate | training
+    where: str  # forward pass | reference trajectory | kernels | pooling | certificate | training | claim numerics
+    scale: str | None = None   # a preset: the claims' scale forms (fastslow check --scale) are its ledger
 
     def apply(self, root: Path) -> None:
         file = root / self.path
@@ -59,8 +59,8 @@ class SourceMutant:
         file.write_text(text.replace(self.old, self.new))
 
 
-def _mutant(name, old, new, claims, description, where, path="numerics/stack.py"):
-    return SourceMutant(name, path, old, new, tuple(claims), description, where)
+def _mutant(name, old, new, claims, description, where, path="numerics/stack.py", scale=None):
+    return SourceMutant(name, path, old, new, tuple(claims), description, where, scale)
 
 
 CATALOGUE: tuple[SourceMutant, ...] = (
@@ -151,6 +151,17 @@ CATALOGUE: tuple[SourceMutant, ...] = (
     _mutant("training-target-unshifted", "logits = model(tokens)[:, :-1]", "logits = model(tokens)[:, 1:]",
                ["7.3"], "the next-token loss aligns the logits of position t+1 with token t+1 (it sees its target)",
                "training", path="numerics/training.py"),
+    _mutant("saturation-search-off-by-one", "    return ell\n", "    return max(ell - 1, 0)\n", ["3.1"],
+               "the saturation depth's search returns one layer too shallow (which also eases ℓ* ≤ bound)",
+               "claim numerics", path="numerics/coarse_graining.py"),
+    _mutant("matrix-free-transpose-dropped", "AmV = self.kernel(AmV, transpose=transpose)",
+               "AmV = self.kernel(AmV, transpose=False)", ["2.3"],
+               "the matrix-free Jᵀ applies the kernel A where Aᵀ belongs", "claim numerics",
+               path="numerics/matrix_free.py"),
+    _mutant("scale-tolerance-sqrt", "    tol = run.gamma\n    # at 1x̄ᵀ + δN",
+               "    tol = math.sqrt(run.gamma)\n    # at 1x̄ᵀ + δN", ["2.4"],
+               "a scale tolerance derived at the wrong order: √γ instead of the rounding bound γ = n·u",
+               "claim numerics", path="proofs_check/scale.py", scale="toy"),
 )
 
 
@@ -188,6 +199,19 @@ _LEDGER = ("import json, sys\n"
            "print('@@' + json.dumps(out))\n")
 
 
+_SCALE = ("import json, sys\n"
+          "from proofs_check.scale import ScaleRun, run_scale_claim\n"
+          "run = ScaleRun(sys.argv[1])\n"
+          "out = {}\n"
+          "for cid in sys.argv[2:]:\n"
+          "    e = run_scale_claim(cid, run)\n"
+          "    num = e.get('numeric') or {}\n"
+          "    why = None if e['status'] == 'verified' else (e.get('detail') or "
+          "(f\"numeric check: error {num.get('max_error')} > tolerance {num.get('tolerance')}\" if num else 'failed'))\n"
+          "    out[cid] = 'crash: ' + e['detail'][:100] if e.get('traceback') else why\n"
+          "print('@@' + json.dumps(out))\n")
+
+
 def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
     """Run one source mutant (a catalogue name, or a mutant itself); ``killed_by_ledger`` names the
     first ledger check that caught it, ``killed_by_test_only`` the first failing test."""
@@ -197,10 +221,13 @@ def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
     root = scratch_copy(mutant)
     env = os.environ | {"PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:
-        proc = subprocess.run([sys.executable, "-c", _LEDGER, *mutant.claims], cwd=root, env=env,
-                              capture_output=True, text=True)
-        marker = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@")]
+        args = ["-c", _SCALE, mutant.scale] if mutant.scale else ["-c", _LEDGER]
+        proc = run_limited([sys.executable, *args, *mutant.claims], cwd=root, env=env)
+        marker = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@")] if proc else []
         per_claim = json.loads(marker[-1][2:]) if marker else {}
+        if proc is None:   # a ledger that does not finish is a refusal, with its reason
+            per_claim = {cid: timed_out(f"the ledger check of {cid}") for cid in mutant.claims}
+            marker = ["@@"]
         ledger = next(((cid, why) for cid, why in per_claim.items() if why and not why.startswith("crash")), None)
         crashes = {cid: why for cid, why in per_claim.items() if why and why.startswith("crash")}
         if not marker:
@@ -209,9 +236,11 @@ def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
         if ledger is None and run_tests:
             families = sorted({CLAIM_IDS[c] for c in mutant.claims})
             files = [str(root / "tests" / f"test_{f}.py") for f in families if (root / "tests" / f"test_{f}.py").exists()]
-            result = subprocess.run([sys.executable, "-m", "pytest", *files, "-x", "-q", "-p", "no:cacheprovider"],
-                                    cwd=root, env=env, capture_output=True, text=True)
-            if result.returncode not in (0, 5):
+            result = run_limited([sys.executable, "-m", "pytest", *files, "-x", "-q", "-p", "no:cacheprovider"],
+                                 cwd=root, env=env)
+            if result is None:
+                test = timed_out("the family's tests")
+            elif result.returncode not in (0, 5):
                 failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
                 test = failed[0][7:] if failed else "tests failed"
     finally:

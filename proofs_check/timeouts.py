@@ -103,8 +103,8 @@ _patched: list[tuple[object, str, object]] = []
 
 
 def _targets():
-    """(owner, attribute, function): every function defined in an imported ``theory`` module, and
-    ``sympy.simplify``."""
+    """(owner, attribute, function): every function bound in an imported ``theory`` module (its own, the
+    helpers it imports, a mutant's replacement), and ``sympy.simplify``."""
     import sympy
 
     out = [(sympy, "simplify", sympy.simplify)]
@@ -112,7 +112,7 @@ def _targets():
         if module is None or not (name == "theory" or name.startswith("theory.")) or name.startswith("theory.codegen"):
             continue
         for attr, value in list(vars(module).items()):
-            if inspect.isfunction(value) and value.__module__ == name and not attr.startswith("__"):
+            if inspect.isfunction(value) and not attr.startswith("__"):   # patched ones (a mutant's) included
                 out.append((module, attr, value))
     return out
 

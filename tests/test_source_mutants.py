@@ -15,14 +15,14 @@ def test_every_source_mutant_applies_to_the_current_source_exactly_once(mutant):
     assert text.count(mutant.old) == 1, f"{mutant.name} is stale: update its line to {mutant.path}'s code"
     assert mutant.old != mutant.new
     assert mutant.claims and mutant.where in ("forward pass", "reference trajectory", "kernels", "pooling",
-                                              "certificate", "training")
+                                              "certificate", "training", "claim numerics")
 
 
 def test_catalogue_covers_every_place_and_names_known_claims():
     known = sm.catalogue()  # raises on duplicate names or unknown claim ids
     assert len(known) >= 16
     assert {m.where for m in known.values()} == {"forward pass", "reference trajectory", "kernels", "pooling",
-                                                 "certificate", "training"}
+                                                 "certificate", "training", "claim numerics"}
 
 
 def test_a_stale_mutant_is_an_error_not_a_kill(tmp_path):
@@ -54,3 +54,12 @@ def test_mutate_only_names_source_mutants_with_source_only():
     from proofs_check.cli import main
 
     assert main(["mutate", "--source-only", "--only", "G-sign-flip", "--no-tests"]) == 2
+
+
+def test_a_scale_mutant_is_killed_by_the_scale_ledger():
+    """scale-tolerance-sqrt on a scratch copy, in a fresh interpreter: its ledger is ``check --scale toy``'s
+    2.4, which refuses the √γ tolerance (the monkeypatched forms of the other ledger-power mistakes are in
+    tests/test_ledger_power.py)."""
+    result = sm.run_one("scale-tolerance-sqrt", run_tests=False)
+    assert not result["crashes"], result["crashes"]
+    assert "does not match its stated derivation" in (result["killed_by_ledger"] or "")

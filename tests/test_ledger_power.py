@@ -1,0 +1,253 @@
+"""The ledger refuses plausible mistakes by itself (``fastslow check`` alone, not a test file):
+
+- a saturation depth ℓ* search off by one (3.1 reads ℓ* off its definition too);
+- a wrong transpose in the matrix-free Jᵀ (2.3, and the scale forms that apply Jᵀ, check it against vjp
+  and the adjoint identity);
+- a tolerance derived at the wrong order (each rounding tolerance states its derivation; the ledger
+  recomputes it);
+- a dropped ½ in the log-norm's symmetric part (5.1 checks the log-norm numerically; 5.2 fails by a number,
+  not an exception) and a declared generated function its check never calls;
+- a symbolic step that never finishes (a per-step time limit: refused with its reason, in any thread).
+
+Each mistake is applied by monkeypatching, and each test has its negative control: the unmutated code passes
+the same check.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+import torch
+
+from proofs_check.ledger import CLAIMS, CheckContext, Derivation, NumericResult, load_checks, run_claim
+
+load_checks()
+
+U = 2.0**-53
+
+
+# ---- 1. the saturation depth ----------------------------------------------------------------
+def test_depth_by_definition_on_hand_made_ratios():
+    from proofs_check.checks.coarse_graining import depth_by_definition
+
+    # r dips below τ = 0.5 at layer 1 but rises above it at layer 2: ℓ* is the last crossing, 3
+    assert depth_by_definition(torch.tensor([0.9, 0.4, 0.6, 0.3, 0.2]), 0.5) == 3
+    assert depth_by_definition(torch.tensor([0.9, 0.6]), 0.5) is None         # never below τ at the end
+    assert depth_by_definition(torch.tensor([0.1, 0.2, 0.5]), 0.5) == 0       # ≤ τ from the first layer on
+
+
+def test_ledger_3_1_refuses_an_off_by_one_saturation_search(monkeypatch):
+    """Every ℓ* one layer too shallow (which also eases ℓ* ≤ bound): the search now disagrees with the
+    definition on every stack with ℓ* ≥ 1, by exactly one layer, and 3.1 fails."""
+    import numerics.coarse_graining as ncg
+
+    search = ncg.first_saturated_layer
+
+    def off_by_one(worst, tau):
+        ell = search(worst, tau)
+        return None if ell is None else max(ell - 1, 0)
+
+    monkeypatch.setattr(ncg, "first_saturated_layer", off_by_one)
+    entry = run_claim("3.1", CheckContext())
+    assert entry["status"] == "failed" and math.isinf(entry["numeric"]["max_error"])
+    rows = [r for r in entry["numeric"]["table"] if r.get("ℓ* (definition)") is not None]
+    moved = [r for r in rows if r["ℓ* (definition)"] >= 1]
+    assert moved and all(r["ℓ* (autograd)"] == r["ℓ* (definition)"] - 1 for r in moved)
+    assert all(r["ℓ* (autograd)"] == 0 for r in rows if r["ℓ* (definition)"] == 0)
+
+
+# ---- 2. the matrix-free transpose ------------------------------------------------------------
+def _transpose_dropped(monkeypatch):
+    from numerics import matrix_free as mf
+
+    apply = mf.KernelAction.__call__
+    monkeypatch.setattr(mf.KernelAction, "__call__", lambda self, E, transpose=False: apply(self, E, False))
+
+
+def test_adjoint_errors_measure_a_wrong_transpose(monkeypatch):
+    """On one small causal stack: within γ unmutated; A for Aᵀ in Jᵀ is an O(1) error both ways."""
+    from numerics import matrix_free as mf
+    from numerics import random_stack
+    from numerics.stack import random_xbar
+
+    st, xbar = random_stack(8, 4, 3, 2, "causal", seed=0), random_xbar(4, 0)
+    U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
+    X = mf.reference_state(st, xbar)
+    gamma = mf.rounding_tolerance(8, 4, 3, torch.float64)
+    good = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, V_)
+    assert good["vjp"] <= gamma and good["adjoint"] <= gamma + 8 * 4 * U   # rounding: γ and γ + T·d·u
+    _transpose_dropped(monkeypatch)
+    bad = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, V_)
+    assert bad["vjp"] > 1e-3 and bad["adjoint"] > 1e-4
+
+
+def test_ledger_2_3_refuses_a_wrong_transpose(monkeypatch):
+    _transpose_dropped(monkeypatch)
+    entry = run_claim("2.3", CheckContext())
+    assert entry["status"] == "failed" and entry["numeric"]["max_error"] > 1e6   # O(0.1) over γ ≈ 2e-13
+    rows = [r for r in entry["numeric"]["table"] if "Jᵀ vs vjp / γ" in r]
+    assert len(rows) == 2 and all(r["Jᵀ vs vjp / γ"] > 1e6 for r in rows)
+
+
+@pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
+def test_scale_forms_refuse_a_wrong_transpose(monkeypatch, claim_id):
+    """check --scale: the forms whose power iterations apply Jᵀ verify unmutated and fail without Aᵀ."""
+    from proofs_check.scale import ScaleRun, run_scale_claim
+
+    good = run_scale_claim(claim_id, ScaleRun("toy"))
+    assert good["status"] == "verified", good.get("detail")
+    _transpose_dropped(monkeypatch)
+    bad = run_scale_claim(claim_id, ScaleRun("toy"))
+    assert bad["status"] == "failed" and bad["numeric"]["max_error"] > 1e6 * bad["numeric"]["tolerance"]
+
+
+# ---- 3. tolerances and their derivations ------------------------------------------------------
+def test_derivation_recomputes_and_refuses_the_wrong_order():
+    n, u = 168, U
+    good = Derivation("γ", n * u, u, n)
+    assert good.problem() is None
+    assert "does not match" in Derivation("γ", math.sqrt(n * u), u, n).problem()   # √γ for γ
+    assert "order 0.5" in Derivation("γ", math.sqrt(n) * u ** 0.5, u, n, order=0.5).problem()
+    assert Derivation("4√n·u", 4 * math.sqrt(n) * u, u, n, model="probabilistic").problem() is None
+    assert "does not match" in Derivation("κγ", 2.0 * n * u, u, n, kappa=3.0).problem()
+    result = NumericResult(cases=1, max_error=0.0, tolerance=1.0, derivations=[Derivation("γ", 2 * n * u, u, n)])
+    assert not result.ok                                  # the error is within, the tolerance is not derived
+
+
+def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
+    """γ replaced by √γ (10⁶ times looser at the toy size): every form stating γ refuses its verdict."""
+    import proofs_check.scale as scale
+
+    good = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    assert good["status"] == "verified" and all(d["problem"] is None for d in good["derivations"])
+    init = scale.ScaleRun.__post_init__
+
+    def sqrt_gamma(self):
+        init(self)
+        self.gamma = math.sqrt(self.gamma)
+
+    monkeypatch.setattr(scale.ScaleRun, "__post_init__", sqrt_gamma)
+    bad = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    assert bad["status"] == "failed" and "does not match its stated derivation" in bad["detail"]
+    assert bad["numeric"]["max_error"] <= bad["numeric"]["tolerance"]   # refused although the error is within
+
+
+def test_a_scale_tolerance_without_derivation_is_refused(monkeypatch):
+    import proofs_check.scale as scale
+
+    form = scale.SCALE_FORMS["2.4"]
+
+    def underived(run):
+        result = form(run)
+        result.numeric.derivations = []
+        return result
+
+    monkeypatch.setitem(scale.SCALE_FORMS, "2.4", underived)
+    entry = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    assert entry["status"] == "failed" and "carries no derivation" in entry["detail"]
+
+
+# ---- 4. generated functions: exercised, and failing by a number ---------------------------------
+def _half_dropped(monkeypatch):
+    from numerics.generated import stability as gen
+
+    monkeypatch.setattr(gen, "symmetric_part", lambda F: F + F.mT)
+
+
+def test_5_1_refuses_a_log_norm_without_its_half(monkeypatch):
+    """m(F) doubled: the generated log-norm misses numpy's by |m(F)|/‖F‖ = O(0.1–1) ≫ 10·n·u."""
+    _half_dropped(monkeypatch)
+    entry = run_claim("5.1", CheckContext())
+    assert entry["status"] == "failed" and "traceback" not in entry
+    assert entry["generated_calls"]["numerics.generated.stability.symmetric_part"] > 0   # 5.1 now uses it
+    row = next(r for r in entry["numeric"]["table"] if r.get("part", "").startswith("continuous depth"))
+    assert row["log_norm_vs_numpy / tol"] > 1e12
+
+
+def test_5_2_fails_by_a_number_on_a_log_norm_without_its_half(monkeypatch):
+    """The aligned continuous bound μ/κ doubles: |(μ/κ)/g*_RH − 1| = 1 (predicted exactly), and the control
+    reports the non-Hurwitz draws instead of raising."""
+    _half_dropped(monkeypatch)
+    entry = run_claim("5.2", CheckContext())
+    assert entry["status"] == "failed" and "traceback" not in entry
+    cont = next(r for r in entry["numeric"]["table"] if r["part"] == "2×2 aligned continuous")
+    assert abs(cont["max |(μ/κ)/g*_RH − 1|"] - 1.0) <= 1e-9
+    assert entry["control"]["status"] == "did-not-fail" and "not Hurwitz" in entry["control"]["detail"]
+
+
+def test_every_declared_generated_function_of_5_2_is_called():
+    entry = run_claim("5.2", CheckContext())
+    assert entry["status"] == "verified", entry.get("detail")
+    assert all(n > 0 for n in entry["generated_calls"].values()), entry["generated_calls"]
+    assert "numerics.generated.stability.symmetric_part" in entry["generated_calls"]
+
+
+def test_a_declared_generated_function_never_called_is_refused(monkeypatch):
+    """5.2 declaring a formula its check does not use (the MLP stage factor of 5.1's stacks): refused, named."""
+    unused = "numerics.generated.stability.mlp_stage_factor"
+    monkeypatch.setattr(CLAIMS["5.2"], "generated", [*CLAIMS["5.2"].generated, unused])
+    entry = run_claim("5.2", CheckContext())
+    assert entry["status"] == "failed" and entry["generated_calls"][unused] == 0
+    assert f"declared generated function {unused} was never called" in entry["detail"]
+
+
+# ---- 5. time limits -------------------------------------------------------------------------------
+def _hang(*args, **kwargs):
+    while True:
+        try:
+            time.sleep(0.01)
+        except Exception:   # SymPy-style broad handlers must not swallow the time limit
+            pass
+
+
+def test_a_hanging_symbolic_step_is_refused_not_awaited(monkeypatch):
+    from theory import stability as th
+
+    original = th.aligned_product_norm_identity
+    monkeypatch.setattr(th, "aligned_product_norm_identity", _hang)
+    start = time.perf_counter()
+    entry = run_claim("5.2", CheckContext(step_seconds=1.0))
+    assert time.perf_counter() - start < 30      # the step stops at 1 s (plus the check's other steps)
+    assert entry["status"] == "failed" and "traceback" not in entry
+    assert entry["detail"] == ("refused: symbolic step theory.stability.aligned_product_norm_identity did not "
+                               "finish within 1 s")
+    assert entry["symbolic"]["list"][0]["method"] == "timeout"
+    monkeypatch.undo()
+    assert th.aligned_product_norm_identity is original   # the limit's wrappers are gone after the check
+
+
+def test_a_hanging_simplify_in_a_worker_thread_is_refused(monkeypatch):
+    """Off the main thread (a Dask worker's task thread, where signal.alarm cannot be used)."""
+    import sympy
+
+    monkeypatch.setattr(sympy, "simplify", _hang)
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(entry=run_claim("5.2", CheckContext(step_seconds=1.0))))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+    entry = out["entry"]
+    assert entry["status"] == "failed" and entry["detail"].endswith("did not finish within 1 s")
+
+
+def test_a_step_within_its_limit_is_not_interrupted():
+    from proofs_check.timeouts import StepTimeout, deadline
+
+    with deadline(2.0, "quick step"):
+        time.sleep(0.05)
+    time.sleep(0.1)        # nothing is delivered after the block ended
+    with pytest.raises(StepTimeout, match="slow step did not finish within 0.2 s"):
+        with deadline(0.2, "slow step"):
+            _hang()
+
+
+def test_a_mutant_past_its_time_limit_is_refused(monkeypatch):
+    """fastslow mutate: a theory mutant whose ledger run exceeds the limit is killed, with the reason."""
+    from proofs_check import mutants
+
+    monkeypatch.setattr(mutants, "MUTANT_SECONDS", 0.5)   # less than the interpreter's start
+    result = mutants.run_one("log-norm-half-dropped", run_tests=False)
+    assert result["killed_by"] == "refused: the ledger check of 5.1 did not finish within 0.5 s (timeout)"
