@@ -224,7 +224,7 @@ def run_code_mutants(paths=DEFAULT_PATHS, tests=DEFAULT_TESTS, workers: int = 2,
         alive = sorted((n for n, s in statuses.items() if s not in DETECTED), key=_natural)
         diffs = _diffs(root, alive, workers)
         survivors = [_survivor(root, n, statuses[n], diffs.get(n, "")) for n in alive]
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:  # reading mutmut's output or the copy
+    except (OSError, ValueError, KeyError) as exc:  # reading mutmut's output or the copy
         raise MutationRunError("reading mutmut's results", f"{type(exc).__name__}: {exc}") from None
     finally:
         if not keep:
