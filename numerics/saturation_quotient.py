@@ -92,14 +92,15 @@ def quotient_saturation(stack, xbar: torch.Tensor) -> QuotientSaturation:
     from numerics.factorisation import layer_B_C
     from numerics.stack import LN_EPS
 
-    _, C = layer_B_C(stack, xbar)
     eye = torch.eye(d, dtype=blocks.dtype, device=blocks.device)
     v = xs.var(-1, unbiased=False)
     lam_gap = max(abs(m.lam - 1.0) for m in modes[1:])
-    bound = torch.stack([stack.h * lam_gap * torch.linalg.matrix_norm(eye + C[ell], ord=2)
-                         * torch.linalg.matrix_norm(layer.attn.value_output(), ord=2) * layer.ln1.gamma.abs().max()
-                         * LN_EPS / (torch.sqrt(v[ell] + LN_EPS) * (v[ell] + LN_EPS))
-                         / torch.linalg.matrix_norm(blocks[ell, 0], ord=2) for ell, layer in enumerate(stack.layers)])
+    with torch.no_grad():
+        _, C = layer_B_C(stack, xbar)
+        bound = torch.stack([stack.h * lam_gap * torch.linalg.matrix_norm(eye + C[ell], ord=2)
+                             * torch.linalg.matrix_norm(layer.attn.value_output(), ord=2) * layer.ln1.gamma.abs().max()
+                             * LN_EPS / (torch.sqrt(v[ell] + LN_EPS) * (v[ell] + LN_EPS))
+                             / torch.linalg.matrix_norm(blocks[ell, 0], ord=2) for ell, layer in enumerate(stack.layers)])
     return QuotientSaturation(lambdas=[m.lam for m in modes[1:]], rho_bar=float(per_layer.max()),
                               radial_error=radial, radial_bound=float(bound.max()), per_layer_rho_bar=per_layer.max(dim=1).values,
                               rho=float(stated.max()), ratios_bar=ratios_of(qblocks), ratios=ratios_of(blocks),
