@@ -161,3 +161,21 @@ def test_coarse_graining_identity_departs_at_first_order_and_causal_misses_at_th
     # control: the causal kernel breaks ΠA(I − Q) = 0, so the residual is nonzero at s = 0, by the factorised amount
     ctl = out["kernels"]["causal"]["control"]
     assert ctl["status"] == "fails-as-predicted", ctl
+
+
+def test_scale_route_on_the_toy_preset_agrees_with_the_expansion():
+    from numerics.presets import preset
+    from proofs_check.reach_scale import WINDOW, scale_reach
+
+    out = scale_reach("toy", probes=1, sweep=(0.5,), progress=False)
+    assert out["identity_at_reference"] <= out["rounding_tolerance"]          # 2.1/2.3 at s = 0
+    # the same stack, direction and probe as scale_reach draws them: its full expansion sets the tolerances
+    spec = preset("toy")
+    g = torch.Generator().manual_seed(1)
+    xbar = torch.randn(spec.d, generator=g, dtype=torch.float64)
+    direction = torch.randn(spec.T, spec.d, generator=g, dtype=torch.float64)
+    ex = R.factorised_expansion(spec.build(), xbar, direction, mf.probes(1, spec.T, spec.d, seed=2))
+    assert abs(out["predicted_coefficient"] / ex.coefficient - 1) <= 1e-12      # one nested jvp, two codes
+    assert abs(out["fitted_slope"] - 1) <= ex.slope_tolerance(WINDOW[-1])
+    # first-order departure κ̄ t(s_min) plus the rounding floor γ/e(s_min) ≤ 1e-8 (γ ≈ 1e-14, e(1e-4) ≈ 1e-5)
+    assert abs(out["measured_coefficient"] / ex.coefficient - 1) <= ex.kappa_bar * ex.t(WINDOW[0]) + 1e-8
