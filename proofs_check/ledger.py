@@ -16,6 +16,8 @@ import traceback
 from dataclasses import dataclass, field, asdict
 from typing import Callable
 
+from proofs_check.timeouts import STEP_SECONDS
+
 # Every claim id of docs/theory.md, in order, with its family (docs/ARCHITECTURE.md).
 CLAIM_IDS: dict[str, str] = {
     "1.1": "depth_flow", "1.2": "depth_flow",
@@ -181,7 +183,7 @@ class CheckContext:
     quick: bool = True
     seed: int = 0
     cache_dir: str | None = None
-    step_seconds: float = 300.0   # the time limit of one symbolic step (proofs_check.timeouts.STEP_SECONDS)
+    step_seconds: float = STEP_SECONDS   # the time limit of one symbolic step (proofs_check.timeouts)
 
     def __post_init__(self):
         if self.profile not in ("ci", "random", "thorough"):
