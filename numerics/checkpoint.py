@@ -19,9 +19,11 @@ not match or a manifest of another kind is a :class:`CheckpointError` naming the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -73,6 +75,10 @@ def read_manifest(path: str | os.PathLike) -> dict:
                               f"expected {FORMAT!r} version {VERSION}")
     if not isinstance(manifest["weights"], str) or "/" in manifest["weights"] or manifest["weights"].startswith("."):
         raise CheckpointError(f"checkpoint {mpath} is corrupt: field 'weights' must name a file in the folder")
+    old = manifest.get("replaces")
+    if old is not None and (not isinstance(old, str) or not re.fullmatch(r"weights-[0-9]{8}\.pt", old)):
+        raise CheckpointError(f"checkpoint {mpath} is corrupt: field 'replaces'={old!r} must name a tensor file "
+                              "weights-NNNNNNNN.pt in the folder")
     _check_fields(manifest, mpath)
     return manifest
 
@@ -139,16 +145,27 @@ def _is_checkpoint(folder: Path) -> bool:
     return True
 
 
+@contextlib.contextmanager
 def claim(path: str | os.PathLike, *, name: str = "checkpoint", lock: bool = True):
     """Claim checkpoint folder ``path`` for writing (``proofs_check.outdir.claim``, as ``train``'s):
-    a context manager; InvalidInput naming ``name`` for a folder that holds files of another."""
+    a context manager yielding the folder; InvalidInput naming ``name`` for a folder that holds
+    files of another.  A tensor file the manifest records as replaced (a run stopped between
+    writing the manifest and removing it) is removed here."""
     from proofs_check import outdir
 
-    return outdir.claim(path, "train", name=name, adopt=_is_checkpoint, lock=lock)
+    with outdir.claim(path, "train", name=name, adopt=_is_checkpoint, lock=lock) as folder:
+        if _is_checkpoint(folder):
+            manifest = read_manifest(folder)
+            old = manifest.get("replaces")
+            if old and old != manifest["weights"]:
+                (folder / old).unlink(missing_ok=True)
+        yield folder
 
 
 def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
-    """Write ``tensors`` and ``manifest`` (without its format/weights/sha256 fields, which this fills)."""
+    """Write ``tensors`` and ``manifest`` (without its format/weights/sha256/replaces fields, which this
+    fills).  The manifest records the tensor file it replaces (``replaces``), so that a run stopped
+    before removing that file removes it when it resumes."""
     from proofs_check.io import atomic_path, write_json
 
     with claim(path, lock=False) as folder:
@@ -157,7 +174,7 @@ def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
         with atomic_path(folder / name) as tmp:
             torch.save(tensors, tmp)
         full = {"format": FORMAT, "version": VERSION, **manifest, "weights": name,
-                "sha256": sha256_file(folder / name)}
+                "sha256": sha256_file(folder / name), "replaces": previous if previous != name else None}
         write_json(folder / MANIFEST, full)
         if previous is not None and previous != name:
             (folder / previous).unlink(missing_ok=True)
