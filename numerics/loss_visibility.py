@@ -60,7 +60,7 @@ def gate_loss_jacobian(stack, X0: torch.Tensor, logits_fn, targets: torch.Tensor
         return per_token_losses(logits_fn, out, targets)
 
     jac = jacrev(f, argnums=tuple(range(len(names))))(*(params[k] for k in names))
-    return torch.stack(jac, dim=-1).detach()
+    return torch.stack(jac, dim=-1)
 
 
 def predicted_gate_loss_jacobian(stack, xbar: torch.Tensor, logits_fn, targets: torch.Tensor) -> torch.Tensor:
@@ -85,3 +85,4 @@ def predicted_gate_loss_jacobian(stack, xbar: torch.Tensor, logits_fn, targets: 
                 E = mf.JacobianAction(tail_stack(stack, ell + 1), traj[ell + 1])(E[None])[0]
         cols.append((grads * E).sum(-1))
     return torch.stack(cols, dim=-1)
+

@@ -179,3 +179,15 @@ def test_scale_route_on_the_toy_preset_agrees_with_the_expansion():
     assert abs(out["fitted_slope"] - 1) <= ex.slope_tolerance(WINDOW[-1])
     # first-order departure κ̄ t(s_min) plus the rounding floor γ/e(s_min) ≤ 1e-8 (γ ≈ 1e-14, e(1e-4) ≈ 1e-5)
     assert abs(out["measured_coefficient"] / ex.coefficient - 1) <= ex.kappa_bar * ex.t(WINDOW[0]) + 1e-8
+
+
+def test_per_token_gate_visibility_off_the_reference():
+    st = random_stack(8, 4, 2, 2, "causal", seed=3)
+    g = torch.Generator().manual_seed(12)
+    xbar = torch.randn(4, generator=g, dtype=torch.float64)
+    X = torch.stack([R.at_spread(xbar, torch.randn(8, 4, generator=g, dtype=torch.float64), 0.5)])
+    out = PR.loss_gate_reach(st, X, P=4, seed=0, grid=(0.1,))
+    # the factorised prediction of ∂ℓ_t/∂g departs at order 1 with the predicted coefficient
+    assert out["check"]["ok"] and out["check"]["order"] == 1, out["check"]
+    # block 0 is blind to the gate at every input (causal kernel, one-block shift), later tokens are not
+    assert out["block0_exact"] and all(r["later_min"] > 0 for r in out["curve"])
