@@ -189,3 +189,9 @@ def test_bad_arch_options_are_refused_up_front(tmp_path, capsys):
     assert "sweep[0]" in err and "loopz" in err and not (tmp_path / "o").exists()
     with pytest.raises(sweep_spec.SpecError, match="arch='preln'|not options of arch='preln'"):
         sweep_spec.parse(toy(arch_options={"streams": 2}))
+
+
+@pytest.mark.parametrize("name", ["a\0b", "", ".", "x/y", "tab\there"])
+def test_a_spec_name_that_cannot_name_a_folder_is_refused(name):
+    with pytest.raises(sweep_spec.SpecError, match=r"^name="):
+        sweep_spec.parse(toy(name=name))

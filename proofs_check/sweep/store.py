@@ -195,7 +195,9 @@ class Store:
 
     def schema(self) -> pa.Schema | None:
         if self._schema is None and self.batches():
-            self._schema = unify([self._read(p, ["row_key"]) and pq.read_schema(p) for p in self.batches()])
+            for path in self.batches():
+                self._read(path, ["row_key"])  # a foreign file is refused with its name
+            self._schema = unify([pq.read_schema(path) for path in self.batches()])
         return self._schema
 
     def append(self, rows: list[dict]) -> Path | None:
