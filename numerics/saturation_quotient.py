@@ -52,6 +52,7 @@ class QuotientSaturation:
     radial_error: float            # max ‖(G_ℓ(λ) − G_ℓ(1)) n̂_ℓ‖/‖G_ℓ(1)‖ (0 up to LN's ε)
     radial_bound: float            # its prediction: max h|λ−1|‖I + C_ℓ‖‖W_VO‖ max|γ₁| ε/(σ(v + ε)) / ‖G_ℓ(1)‖
     per_layer_rho_bar: torch.Tensor  # (L,): max over decaying λ of ‖Ḡ_ℓ(λ)‖/σ_min(Ḡ_ℓ(1)), ≥ 1 each
+    per_layer_lower: torch.Tensor    # (L,): its predicted floor 1 − b_ℓ‖G_ℓ(1)‖/σ_min(Ḡ_ℓ(1)), b_ℓ the radial bound
 
     def saturation_depth(self, tau: float) -> int | None:
         """The first layer from which every r̄ stays ≤ τ (None: never)."""
@@ -102,6 +103,8 @@ def quotient_saturation(stack, xbar: torch.Tensor) -> QuotientSaturation:
                              * LN_EPS / (torch.sqrt(v[ell] + LN_EPS) * (v[ell] + LN_EPS))
                              / torch.linalg.matrix_norm(blocks[ell, 0], ord=2) for ell, layer in enumerate(stack.layers)])
     return QuotientSaturation(lambdas=[m.lam for m in modes[1:]], rho_bar=float(per_layer.max()),
-                              radial_error=radial, radial_bound=float(bound.max()), per_layer_rho_bar=per_layer.max(dim=1).values,
+                              radial_error=radial, radial_bound=float(bound.max()),
+                              per_layer_lower=1 - bound * torch.linalg.matrix_norm(blocks[:, 0], ord=2)
+                              / torch.linalg.svdvals(qblocks[:, 0])[:, -1], per_layer_rho_bar=per_layer.max(dim=1).values,
                               rho=float(stated.max()), ratios_bar=ratios_of(qblocks), ratios=ratios_of(blocks),
                               bound_products=torch.cumprod(per_layer, dim=0), invariance_error=invariance)
