@@ -42,7 +42,6 @@ from numerics import kernels as K
 
 WEIGHT_PATHS = (None, "smooth")
 LN_EPS = 1e-5
-ACTIVATION_NAMES = ("gelu", "gelu_new")
 PATH_MODES = 4  # cosine modes of the smooth weight path
 
 

@@ -38,6 +38,8 @@ DEVICES = ("auto", "cpu", "cuda")
 PROFILES = ("ci", "thorough")
 DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
 FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
+#: the MLP activations of the stack (``numerics.stack.ACTIVATIONS``): exact GELU and GPT-2's tanh form.
+ACTIVATION_NAMES = ("gelu", "gelu_new")
 _ASCII_INT = re.compile(r"[+-]?[0-9]{1,40}")
 _ASCII_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NON_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
@@ -200,8 +202,6 @@ class StackParams(BaseModel):
     @field_validator("activation")
     @classmethod
     def _activation(cls, value: str) -> str:
-        from numerics.stack import ACTIVATION_NAMES
-
         if value not in ACTIVATION_NAMES:
             raise ValueError(f"is not one of {', '.join(ACTIVATION_NAMES)}")
         return value

@@ -142,6 +142,12 @@ def test_gpt2_block_fields_at_their_defaults_leave_the_draws_unchanged():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
+def test_every_accepted_activation_is_one_the_stack_has():
+    from proofs_check.validation import ACTIVATION_NAMES
+
+    assert set(ACTIVATION_NAMES) == set(S.ACTIVATIONS)
+
+
 def test_variants_refuse_the_gpt2_block_fields():
     with pytest.raises(ValueError, match="step=1.0: arch='postln' takes the default step only"):
         random_stack(4, 8, 2, 2, "causal", arch="postln", step=1.0)
