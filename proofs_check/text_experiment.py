@@ -280,7 +280,9 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
         pilot["summary"] = summarise(pilot)
         lines += [f"Pilot run `{PILOT.name}` (seeds {', '.join(map(str, pilot['seeds']))}, before the power "
                   f"analysis; it chose the seed count): {paired_t_sentence(pilot['summary'])}.", ""]
-    provenance = (f"Recorded run `{RECORDED.name}` (git {result.get('git') or 'unknown'}, torch {result['torch']}, "
+    git = (f"started from git {result['git_at_start']}" if result.get("git_at_start")   # the code the runs executed
+           else f"git {result.get('git') or 'unknown'}")
+    provenance = (f"Recorded run `{RECORDED.name}` ({git}, torch {result['torch']}, "
                   f"source key {result['source_key']}). ")
     provenance += ("Its source key is this checkout's: the code that produced it is the code here." if result["current"]
                    else "**Its source key differs from this checkout's: the code changed since it was recorded; "
