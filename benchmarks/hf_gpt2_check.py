@@ -68,7 +68,8 @@ def run(folder: Path) -> dict:
                 "claims": [{"id": c["id"], "title": c["title"], "status": c["status"], "reason": c["reason"],
                             "form": ((c.get("verdict") or {}).get("measured") or {}).get("form"),
                             "error": (c.get("verdict") or {}).get("error"),
-                            "tolerance": (c.get("verdict") or {}).get("tolerance")} for c in ledger["claims"]]}
+                            "tolerance": (c.get("verdict") or {}).get("tolerance"),
+                            "condition": (c.get("verdict") or {}).get("condition")} for c in ledger["claims"]]}
         record["validation_loss"] = validation_losses(folder, imports["matrix-free"])
         record["environment"] = ledger["environment"]
     return record
