@@ -7,7 +7,12 @@ validation loss through the import's own embedding and readout (X₀ = wte + wpe
 head outside the stack) against transformers' loss on the same windows: the part of the model
 the stack does not hold is checked too.  Writes one JSON.
 
-    nice -n 10 python -m benchmarks.hf_gpt2_check docs/trained/gpt2-bytes --json docs/trained/gpt2-bytes-check.json
+    nice -n 10 python -m benchmarks.hf_gpt2_check docs/trained/gpt2-bytes --json docs/trained/gpt2-bytes-check.json \
+        --reach docs/trained/gpt2-bytes-reach.json
+
+``--reach`` adds the reach measurements of 2.1/2.3, 2.4 and 4.1 (``proofs_check.reach.reach_on_stack``:
+expansion orders and coefficients off 1x̄ᵀ, the curves up to the text's spread, the per-layer spreads) on
+the full-context import, at 4 validation windows embedded by the import's own wte + wpe.
 """
 
 from __future__ import annotations
@@ -47,6 +52,29 @@ def validation_losses(folder: Path, out: Path, windows: int = 64) -> dict:
     return loss
 
 
+def reach(folder: Path, windows: int = 4) -> dict:
+    """``reach_on_stack`` on the full-context import, at ``windows`` embedded validation windows."""
+    from numerics import checkpoint as ckpt
+    from numerics.corpus import ByteCorpus
+    from numerics.hf_gpt2 import embed
+    from numerics.spec import StackSpec
+    from proofs_check.import_hf import import_hf
+    from proofs_check.reach import reach_on_stack
+
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "full"
+        import_hf(folder, out)
+        tensors, manifest = ckpt.load(out)
+        stack = StackSpec.from_dict({**manifest["spec"], "checkpoint": str(out)}).build()
+        tokens = ByteCorpus.load().validation_windows(stack.config.T, windows).long()
+        result = reach_on_stack(f"{folder.name} (transformers-trained GPT-2, imported)", stack,
+                                embed(tensors["outside"], tokens))
+    result["seconds"] = time.perf_counter() - start
+    result["inputs"] = f"{windows} validation windows of the byte corpus, X0 = wte + wpe (numerics.hf_gpt2.embed)"
+    return result
+
+
 def run(folder: Path) -> dict:
     from numerics import checkpoint as ckpt
     from proofs_check.check import run_stack_checks
@@ -79,10 +107,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", help="the Hugging Face checkpoint folder (save_pretrained)")
     parser.add_argument("--json", required=True)
+    parser.add_argument("--reach", metavar="JSON", help="also write the reach measurements here")
     args = parser.parse_args(argv)
     from proofs_check.io import write_json
 
     write_json(args.json, run(Path(args.folder)))
+    if args.reach:
+        write_json(args.reach, reach(Path(args.folder)))
     return 0
 
 
