@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from numerics import resolve_device
 from proofs_check.cli import DEVICES, output_file
-from proofs_check.io import write_json
+from numerics.io import write_json
 
 
 def run(args) -> int:

@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", required=True)
     parser.add_argument("--reach", metavar="JSON", help="also write the reach measurements here")
     args = parser.parse_args(argv)
-    from proofs_check.io import write_json
+    from numerics.io import write_json
 
     write_json(args.json, run(Path(args.folder)))
     if args.reach:

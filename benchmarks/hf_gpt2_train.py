@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", required=True, help="the run's record")
     parser.add_argument("--steps", type=int, default=HFTrainConfig.steps)
     args = parser.parse_args(argv)
-    from proofs_check.io import write_json
+    from numerics.io import write_json
 
     record = train(HFTrainConfig(steps=args.steps), Path(args.out))
     write_json(args.json, record)

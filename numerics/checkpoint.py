@@ -99,13 +99,13 @@ def _check_fields(manifest: dict, mpath: Path) -> None:
         raise CheckpointError(f"checkpoint {mpath}: field 'config' must be a JSON object")
     if "spec" not in manifest:
         return
-    from numerics.spec import StackSpec
+    from numerics.params import check_spec_entries
 
     spec = manifest["spec"]
     try:
         if not isinstance(spec, dict):
             raise ValueError("must be a JSON object")
-        StackSpec.from_dict(spec)
+        check_spec_entries(spec)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint {mpath}: field 'spec' is invalid ({exc})") from None
     if manifest["kind"] != "byte-corpus":
@@ -147,11 +147,11 @@ def _is_checkpoint(folder: Path) -> bool:
 
 @contextlib.contextmanager
 def claim(path: str | os.PathLike, *, name: str = "checkpoint", lock: bool = True):
-    """Claim checkpoint folder ``path`` for writing (``proofs_check.outdir.claim``, as ``train``'s):
+    """Claim checkpoint folder ``path`` for writing (``numerics.outdir.claim``, as ``train``'s):
     a context manager yielding the folder; InvalidInput naming ``name`` for a folder that holds
     files of another.  A tensor file the manifest records as replaced (a run stopped between
     writing the manifest and removing it) is removed here."""
-    from proofs_check import outdir
+    from numerics import outdir
 
     with outdir.claim(path, "train", name=name, adopt=_is_checkpoint, lock=lock) as folder:
         if _is_checkpoint(folder):
@@ -166,7 +166,7 @@ def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
     """Write ``tensors`` and ``manifest`` (without its format/weights/sha256/replaces fields, which this
     fills).  The manifest records the tensor file it replaces (``replaces``), so that a run stopped
     before removing that file removes it when it resumes."""
-    from proofs_check.io import atomic_path, write_json
+    from numerics.io import atomic_path, write_json
 
     with claim(path, lock=False) as folder:
         name = f"weights-{int(manifest['step']):08d}.pt"

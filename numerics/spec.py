@@ -16,11 +16,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-DTYPES = {"float64": torch.float64, "float32": torch.float32}
+from numerics.params import SPEC_DTYPES, check_spec_entries
 
-#: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
-KNOBS = ("gate", "mlp_ratio", "weight_path", "slow_kernel", "block_size", "value_scale",
-         "weight_scale", "decay", "ln_gain", "step", "activation", "ln_eps", "attn_bias")
+DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,7 @@ class StackSpec:
             value = getattr(self, name)
             if isinstance(value, dict):
                 object.__setattr__(self, name, tuple(sorted(value.items())))
-        unknown = sorted(set(dict(self.knobs)) - set(KNOBS))
-        if unknown:
-            raise ValueError(f"knobs {unknown} are not random_stack knobs (known: {', '.join(KNOBS)})")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype={self.dtype!r} is not one of {', '.join(DTYPES)}")
+        check_spec_entries({"knobs": dict(self.knobs), "dtype": self.dtype})
 
     def knob(self, name: str, default=None):
         return dict(self.knobs).get(name, default)

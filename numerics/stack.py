@@ -97,10 +97,10 @@ def _finite(value, name: str) -> None:
 def validate_config(cfg: StackConfig, dtype=None) -> StackConfig:
     """Raise ValueError naming the offending parameter; never fixes anything silently.
 
-    The checks are ``proofs_check.validation.StackParams`` (types, ranges, finiteness, what
+    The checks are ``numerics.params.StackParams`` (types, ranges, finiteness, what
     ``dtype`` can hold), shared with the CLI; the architecture is checked against the registry.
     """
-    from proofs_check.validation import StackParams, _validate
+    from numerics.params import StackParams, _validate
 
     fields = {k: v for k, v in cfg.as_dict().items() if k != "arch"}
     _validate(StackParams, dict(fields, dtype=dtype))
@@ -426,7 +426,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     modules and draws (``numerics.architectures``: postln, relu, looped, hrm, mhc,
     compressed), configured by ``arch_options``.
 
-    Every argument is checked first (``proofs_check.validation.validate_stack``: types, ranges,
+    Every argument is checked first (``numerics.params.validate_stack``: types, ranges,
     what ``dtype`` can hold, and whether the stack fits in the available memory).
     Weights are drawn in float64 on the CPU from ``torch.Generator().manual_seed(seed)``
     and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
@@ -438,7 +438,7 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     """
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
-    from proofs_check.validation import validate_stack
+    from numerics.params import validate_stack
 
     validate_stack(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
                    mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,

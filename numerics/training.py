@@ -411,7 +411,7 @@ def _gate_gradient_information(cfg, seed, n_batches, batch) -> dict:
 
 
 # ---------------------------------------------------------------- what a cached result depends on
-SOURCE_PACKAGES = ("numerics", "theory", "proofs_check")  # numerics.stack validates through proofs_check
+SOURCE_PACKAGES = ("numerics", "theory", "proofs_check")  # the experiments that cache results live in proofs_check
 
 
 def _module_file(name: str, root: Path) -> Path | None:
@@ -515,7 +515,7 @@ def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike 
     is JSON-ready.
     """
     from numerics.emissions import bayes_loss_gap, topic_filter_losses
-    from proofs_check.io import write_json
+    from numerics.io import write_json
 
     spec = experiment_configs(quick, smoke)
     seeds = tuple(spec["seeds"] if seeds is None else seeds)

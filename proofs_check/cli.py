@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from proofs_check.io import Terminated, write_json, write_text
+from numerics.io import Terminated, write_json, write_text
 from proofs_check.validation import (InvalidInput, ascii_float, ascii_int, check_output_dir,
                                      check_output_file, load_ledger, memory_size, validate_claims)
 

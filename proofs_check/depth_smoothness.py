@@ -167,7 +167,7 @@ def plot(result: dict, out: Path) -> Path:
     """:func:`draw` written to ``out`` (PNG) atomically."""
     import matplotlib.pyplot as plt
 
-    from proofs_check.io import atomic_path
+    from numerics.io import atomic_path
 
     fig = draw(result)
     with atomic_path(out) as tmp:
@@ -198,7 +198,8 @@ def ledger_entry() -> dict | None:
 
 def report_section(entry: dict | None) -> list[str]:
     """The report's paragraph and figure."""
-    from proofs_check.report import figure_md, md_escape
+    from proofs_check.markdown import md_escape
+    from proofs_check.report import figure_md
 
     if entry is None:
         return []
@@ -212,7 +213,7 @@ def main(argv=None) -> int:
     p.add_argument("--figure", help="where to write the figure (PNG)")
     p.add_argument("--cache", help="checkpoint cache (default $FASTSLOW_CACHE or out/cache)")
     args = p.parse_args(argv)
-    from proofs_check.io import write_json
+    from numerics.io import write_json
 
     import datetime
 

@@ -35,7 +35,7 @@ import sympy
 from tqdm import tqdm
 
 from proofs_check import integrity
-from proofs_check.io import write_text
+from numerics.io import write_text
 
 import theory
 from theory import codegen

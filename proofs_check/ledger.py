@@ -16,19 +16,8 @@ import traceback
 from dataclasses import dataclass, field, asdict
 from typing import Callable
 
+from proofs_check.claim_ids import CLAIM_IDS
 from proofs_check.timeouts import STEP_SECONDS
-
-# Every claim id of docs/theory.md, in order, with its family (docs/ARCHITECTURE.md).
-CLAIM_IDS: dict[str, str] = {
-    "1.1": "depth_flow", "1.2": "depth_flow",
-    "2.1": "factorisation", "2.2": "factorisation", "2.3": "factorisation", "2.4": "factorisation",
-    "3.1": "coarse_graining", "3.2": "coarse_graining",
-    "4.1": "visibility", "4.2": "visibility",
-    "5.1": "stability", "5.2": "stability", "5.3": "gate_bounds",
-    "6.1": "slow_manifold", "6.2": "slow_manifold", "6.3": "slow_manifold",
-    "6.4": "depth_slow_manifold",
-    "7.1": "emissions", "7.2": "emissions", "7.3": "emissions",
-}
 
 STATUSES = ("verified", "failed", "skipped")
 CONTROL_STATUSES = ("fails-as-predicted", "did-not-fail")

@@ -156,7 +156,8 @@ def format_table(matrix: dict) -> str:
 def matrix_section(matrix_json: dict, figures: list[str] = ()) -> list[str]:
     """Markdown lines for report.md: the table (bold status per cell, a footnote per cell giving
     its condition or reason, counterexample and evidence) and the matrix's figures."""
-    from proofs_check.report import figure_md, md_escape
+    from proofs_check.markdown import md_escape
+    from proofs_check.report import figure_md
 
     archs = matrix_json["options"]["archs"]
     ids = matrix_json["options"]["claims"]

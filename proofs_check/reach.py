@@ -343,7 +343,8 @@ def _at_text(s: dict, key: str) -> float:
 
 def report_section(entry: dict | None) -> list[str]:
     """The report's section: the statement, one table row per stack and check, the figure."""
-    from proofs_check.report import figure_md, md_escape
+    from proofs_check.markdown import md_escape
+    from proofs_check.report import figure_md
 
     lines = ["", "## Reach of the reference claims at real inputs", ""]
     if entry is None:

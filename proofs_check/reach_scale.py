@@ -74,7 +74,7 @@ def scale_reach(preset_name: str, *, probes: int = 1, seed: int = 0, sweep=SWEEP
 
 def main(argv=None) -> int:
     from numerics.presets import PRESET_NAMES
-    from proofs_check.io import write_json
+    from numerics.io import write_json
     from proofs_check.train import git_hash
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

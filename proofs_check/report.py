@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from proofs_check.markdown import md_escape
+
 MAX_LATEX = 1500  # longer derivations are shown by name only; the generated module holds them
 MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
 
@@ -77,12 +79,6 @@ def derivations(generated: list[str]) -> list[Derivation]:
 
 
 # ----------------------------------------------------------------------------- markdown text
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
-
-
-def md_escape(text) -> str:
-    """Ledger text as literal markdown: ``g*``, ``θ_ℓ``, ``[1, 2]`` and ``|`` stay characters."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def fmt_value(value, _top: bool = True) -> str:

@@ -105,12 +105,9 @@ def setting_text(setting: str | None) -> str:
 
 def summary_rows(ledger: dict) -> list[dict]:
     """One row per claim: id, kind, setting, standing, the ledger's decision and the one-line finding."""
-    from proofs_check.ledger import CLAIMS
-
     rows = []
     for c in ledger["claims"]:
-        declared = CLAIMS.get(c["id"])
-        get = lambda k: c.get(k, getattr(declared, k, None))  # noqa: E731 (records of other ledgers lack them)
+        get = c.get  # each ledger record carries its claim's declaration (a record without one reads "—")
         standing = get("standing") or "—"
         line = get("headline") or ""
         if get("condition") and standing == CONDITIONAL:
@@ -160,6 +157,6 @@ def _cut(text: str, width: int) -> str:
 
 
 def _md(text: str) -> str:
-    from proofs_check.report import md_escape
+    from proofs_check.markdown import md_escape
 
     return md_escape(" ".join(str(text).split()))

@@ -219,7 +219,7 @@ def write_figure(result: dict, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from proofs_check.io import atomic_path
+    from numerics.io import atomic_path
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for arm, color in zip(ARMS, ("C0", "C7")):
@@ -266,7 +266,7 @@ def recorded() -> dict | None:
 
 def report_section(result: dict | None, figures_dir: Path) -> list[str]:
     """The report's section on the recorded run: the prediction, the finding, its provenance, the figure."""
-    from proofs_check.io import write_bytes
+    from numerics.io import write_bytes
 
     lines = ["", "## Claim 7.3 on text", ""]
     if result is None:
@@ -343,7 +343,7 @@ def cmd_train_or_experiment(args: argparse.Namespace) -> int:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from proofs_check.io import write_json
+    from numerics.io import write_json
 
     if args.arch == "preln":
         raise ValueError("--experiment 7.3 trains --arch hierarchical (with and without its gates), not preln")

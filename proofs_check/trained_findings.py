@@ -48,7 +48,8 @@ def report_section(entry: dict | None) -> list[str]:
     """The report's section: the trained stack, the finding, each conditional / failing / n/a claim with
     its condition or reason, and the trained-vs-random figures."""
     from proofs_check.figures import load_figures
-    from proofs_check.report import figure_md, md_escape
+    from proofs_check.markdown import md_escape
+    from proofs_check.report import figure_md
 
     lines = ["", "## Claims on trained weights", ""]
     if entry is None:

@@ -35,7 +35,7 @@ NOISE = re.compile(r"\d(\.\d+)?e-(1[3-9]|[2-9]\d|\d{3})\b")  # |x| < 1e-12 print
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     """name → the Figure objects its renderer saved (drawn, not written)."""
-    from proofs_check.io import write_json
+    from numerics.io import write_json
     from proofs_check.matrix import run_matrix
 
     cache = tmp_path_factory.mktemp("figure-cache")

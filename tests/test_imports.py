@@ -99,3 +99,31 @@ def test_the_detector_sees_a_planted_cycle(pair):
     g[a] = g[a] | {b}
     g[b] = g[b] | {a}
     assert find_cycle(g) is not None
+
+
+#: the layers, lowest first: a module may import its own package and the packages before it
+LAYERS = ("theory", "numerics", "proofs_check", "benchmarks")
+
+
+def upward_imports(g: dict[str, set[str]]) -> list[str]:
+    """Every edge from a package to one above it in ``LAYERS``, as 'a -> b'."""
+    rank = {pkg: k for k, pkg in enumerate(LAYERS)}
+    return sorted(f"{a} -> {b}" for a, targets in g.items() for b in targets
+                  if rank[b.split(".")[0]] > rank[a.split(".")[0]])
+
+
+def test_imports_run_one_way_theory_numerics_proofs_check_benchmarks():
+    up = upward_imports(graph())
+    assert not up, f"{len(up)} upward imports:\n" + "\n".join(up)
+
+
+@pytest.mark.parametrize("edge", [("theory.factorisation", "numerics.stack"),
+                                  ("numerics.stack", "proofs_check.io"),
+                                  ("proofs_check.cli", "benchmarks.run")])
+def test_the_layering_check_sees_a_planted_upward_import(edge):
+    """Negative control: an upward edge, planted, is reported."""
+    g = graph()
+    a, b = edge
+    assert f"{a} -> {b}" not in upward_imports(g)
+    g[a] = g[a] | {b}
+    assert f"{a} -> {b}" in upward_imports(g)

@@ -94,7 +94,7 @@ def test_derivation_is_mathml_of_the_expression():
 def report_dir(tmp_path_factory):
     from proofs_check.check import run_checks
     from proofs_check.figures import render
-    from proofs_check.io import write_json
+    from numerics.io import write_json
     from proofs_check.ledger import CheckContext
     from proofs_check.matrix import run_matrix
 

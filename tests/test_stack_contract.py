@@ -143,7 +143,7 @@ def test_gpt2_block_fields_at_their_defaults_leave_the_draws_unchanged():
 
 
 def test_every_accepted_activation_is_one_the_stack_has():
-    from proofs_check.validation import ACTIVATION_NAMES
+    from numerics.params import ACTIVATION_NAMES
 
     assert set(ACTIVATION_NAMES) == set(S.ACTIVATIONS)
 
@@ -502,3 +502,16 @@ def test_frozen_kernel_message_and_exact_agreement():
         stack.layers[0].attn.bias[1, 4, 0] += 1e-9
     with pytest.raises(ValueError, match="gives each head its own frozen kernel"):
         stack.frozen_kernel()
+
+
+def test_the_declared_spec_fields_are_the_spec_dataclass_fields():
+    """numerics.params declares a spec's entries for checkpoint manifests: it must name exactly
+    StackSpec's fields, or a manifest check would accept or refuse the wrong ones."""
+    from dataclasses import fields
+
+    from numerics.params import SPEC_FIELDS, check_spec_entries
+    from numerics.spec import StackSpec
+
+    assert [f.name for f in fields(StackSpec)] == list(SPEC_FIELDS)
+    with pytest.raises(ValueError, match="not stack-spec fields"):
+        check_spec_entries({**StackSpec().as_dict(), "colour": 1})

@@ -102,7 +102,7 @@ def test_existing_spec_toml_of_the_own_sweep_is_never_overwritten(tmp_path):
 def test_a_second_sweep_on_the_same_out_is_refused(tmp_path, capsys):
     spec_file = write_spec(tmp_path, toy())
     out = tmp_path / "out"
-    code = ("import sys, time; from proofs_check import outdir\n"
+    code = ("import sys, time; from numerics import outdir\n"
             "with outdir.claim(sys.argv[1], 'sweep'):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

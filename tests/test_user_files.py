@@ -1,6 +1,6 @@
 """No command removes or overwrites a file it did not write.
 
-``reproduce``, ``train`` and ``sweep`` claim their output folder (``proofs_check.outdir``): a
+``reproduce``, ``train`` and ``sweep`` claim their output folder (``numerics.outdir``): a
 non-empty folder without their marker is refused with exit 2 before any work, and inside their
 own folder they remove only what they can prove they wrote (the atomic writer's temporaries of
 dead writers; a checkpoint's previous tensor file, named by the manifest it wrote).  Each test
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from proofs_check import outdir
+from numerics import outdir
 from proofs_check.cli import main as _main
 
 TINY_TRAIN = ["train", "--d", "8", "--layers", "1", "--heads", "2", "--T", "8", "--tokens", "512", "--batch", "8",
@@ -96,7 +96,7 @@ def test_fastslow_subfolders_and_reproduce_inputs_are_not_foreign(tmp_path):
 
 
 def test_a_second_writer_on_one_folder_is_refused(tmp_path):
-    code = ("import sys, time; from proofs_check import outdir\n"
+    code = ("import sys, time; from numerics import outdir\n"
             "with outdir.claim(sys.argv[1], 'sweep'):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "s")], stdout=subprocess.PIPE, text=True)
     try:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import matplotlib
 
-from proofs_check.io import atomic_path
+from numerics.io import atomic_path
 
 matplotlib.use("Agg")
 

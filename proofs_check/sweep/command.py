@@ -4,7 +4,7 @@
 Exit status: 0 when every task wrote its row; 1 when some task raised after its retries (its row is
 missing, ``--resume`` runs it again); 2 on a bad spec or option (nothing ran); 130 on Ctrl-C (the
 finished rows are kept).  Before anything runs: the spec is validated (its grid at most --max-tasks
-tasks), the options are checked, and --out is claimed and locked (``proofs_check.outdir``): a folder
+tasks), the options are checked, and --out is claimed and locked (``numerics.outdir``): a folder
 of another command's or of foreign files, or one another sweep is writing, is refused (2).
 """
 
@@ -64,7 +64,7 @@ def cmd_sweep(args) -> int:
 
         check_output_dir(args.figures, "--figures")
     spec = sweep_spec.load(args.spec, max_tasks=args.max_tasks)
-    from proofs_check import outdir
+    from numerics import outdir
     from proofs_check.validation import check_output_dir
 
     out = Path(check_output_dir(args.out if args.out is not None else str(Path("out") / "sweeps" / spec.name),
@@ -84,7 +84,7 @@ def check_scheduler(address: str) -> str:
 
 
 def _sweep(args, spec, out: Path) -> int:
-    from proofs_check.io import write_json
+    from numerics.io import write_json
     from proofs_check.sweep.run import run_sweep
     from proofs_check.sweep.store import Store
     from proofs_check.sweep.summary import format_summary, summarise

@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from numerics.spec import KNOBS, StackSpec
+from numerics.params import KNOBS
+from numerics.spec import StackSpec
 from numerics.stack import StackConfig, validate_config
 
 

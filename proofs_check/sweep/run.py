@@ -130,21 +130,21 @@ def run_sweep(spec, out, *, client=None, scheduler: str | None = None, workers: 
               batch: int | None = None) -> SweepRun:
     """Run every task of ``spec`` not yet in ``out``'s store and write the rows there.
 
-    ``out`` is claimed first (``proofs_check.outdir``: new, empty or a sweep's own folder, else
+    ``out`` is claimed first (``numerics.outdir``: new, empty or a sweep's own folder, else
     InvalidInput; locked, so a second sweep on it is refused).  ``client``: an existing
     ``distributed.Client`` (else one is made by :func:`connect`).  Without ``resume``, a store
     that already holds rows is an error (nothing is overwritten); with it, rows of another spec
     or of other code (their ``spec_hash``/``source``) are refused, not mixed in.  The spec's
     TOML text is kept as ``out/spec.toml`` when that file does not exist yet.
     """
-    from proofs_check import outdir
+    from numerics import outdir
 
     with outdir.claim(out, "sweep") as folder:
         return _run_sweep(spec, folder, client, scheduler, workers, resume, device, progress, batch)
 
 
 def _run_sweep(spec, out, client, scheduler, workers, resume, device, progress, batch) -> SweepRun:
-    from proofs_check.io import write_text
+    from numerics.io import write_text
     from proofs_check.sweep.grid import source_hash, spec_hash
     from proofs_check.validation import InvalidInput
 

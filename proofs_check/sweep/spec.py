@@ -38,7 +38,8 @@ from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 
-from numerics.spec import KNOBS, StackSpec
+from numerics.params import FLOAT_KNOBS, KNOBS
+from numerics.spec import StackSpec
 
 #: StackSpec fields a sweep may put on an axis (besides the random_stack knobs).
 SIZE_AXES = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype")
@@ -50,7 +51,6 @@ PROFILES = ("ci", "thorough")
 FIGURE_KEYS = ("x", "y", "value", "boundary", "boundary_axis", "boundary_shift", "contour", "level", "label",
                "boundary_label", "aggregate")
 
-FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
 INT_AXES = ("T", "P", "d", "layers", "heads", "mlp_ratio", "block_size")
 STR_AXES = ("arch", "kernel", "dtype", "weight_path", "slow_kernel")
 

@@ -15,7 +15,7 @@ Row schema (one column each; absent values are null):
 * ``seconds``, ``worker`` (the Dask worker's address), ``version`` (the package version on the worker).
 
 Each completed batch is one file ``batch-<UTC time>-<id>.parquet``, written through the project's
-atomic writer (``proofs_check.io.atomic_path``: temporary file, fsync, rename), so a reader never
+atomic writer (``numerics.io.atomic_path``: temporary file, fsync, rename), so a reader never
 sees half a batch.  pyarrow takes a folder's schema from its first file, so ``00-schema.parquet``
 (no rows) carries the union of every batch's columns: ``pandas.read_parquet(DIR/results)`` reads the
 folder as one table with all of them.  Rows are deduplicated by ``row_key`` on write and on read
@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from numerics.spec import KNOBS
+from numerics.params import KNOBS
 
 SCHEMA_FILE = "00-schema.parquet"
 STACK_COLUMNS = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype", "device", "checkpoint")
@@ -142,7 +142,7 @@ def unify(schemas: list[pa.Schema]) -> pa.Schema:
 
 
 def _atomic_parquet(table: pa.Table, path: Path) -> None:
-    from proofs_check.io import atomic_path
+    from numerics.io import atomic_path
 
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

@@ -16,7 +16,7 @@ A command that writes a folder (``reproduce --out``, ``train --out``, ``sweep --
   mixing its files in.  Claims are re-entrant within one process.
 
 A command removes only what it can prove it wrote: the atomic writer's temporaries of dead
-writers (:func:`proofs_check.io.remove_stale_temps`) in a folder it owns, and files its own
+writers (:func:`numerics.io.remove_stale_temps`) in a folder it owns, and files its own
 records name (a checkpoint's previous tensor file, named by the manifest it wrote).
 """
 
@@ -29,8 +29,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from proofs_check.io import is_own_temp, remove_stale_temps, write_json
-from proofs_check.validation import InvalidInput
+from numerics.io import is_own_temp, remove_stale_temps, write_json
+from numerics.params import InvalidInput
 
 MARKER = ".fastslow-owner.json"
 LOCK = ".fastslow.lock"
