@@ -79,3 +79,19 @@ def test_cli_matrix_json(tmp_path, capsys):
     cells = json.loads(out.read_text())["cells"]
     assert cells == [c for c in cells if c["claim"] == "1.2" and c["arch"] == "looped"] and len(cells) == 1
     assert "holds" in capsys.readouterr().out
+
+
+def test_shrink_finds_the_simplest_case_and_keeps_to_its_budget():
+    """The counterexample search: the minimal failing integer when the budget allows, and, with a
+    budget of 3 distinct cases, a case that still fails, after at most 3 predicate evaluations."""
+    from hypothesis import strategies as hst
+
+    from proofs_check.on_stack import shrink
+
+    calls = []
+    predicate = lambda x: calls.append(x) or x > 1000  # noqa: E731
+    assert shrink(predicate, hst.integers(0, 10**9)) == 1001
+    calls.clear()
+    found = shrink(predicate, hst.integers(0, 10**9), budget=3)
+    assert found is not None and found > 1000 and len(set(calls)) <= 3
+    assert shrink(lambda x: False, hst.integers(0, 10**9)) is None
