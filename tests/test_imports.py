@@ -118,7 +118,7 @@ def test_imports_run_one_way_theory_numerics_proofs_check_benchmarks():
 
 
 @pytest.mark.parametrize("edge", [("theory.factorisation", "numerics.stack"),
-                                  ("numerics.stack", "proofs_check.io"),
+                                  ("numerics.stack", "proofs_check.validation"),
                                   ("proofs_check.cli", "benchmarks.run")])
 def test_the_layering_check_sees_a_planted_upward_import(edge):
     """Negative control: an upward edge, planted, is reported."""

@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from proofs_check import on_stack, outdir
+from numerics import outdir
+from proofs_check import on_stack
 from proofs_check.cli import main
 from proofs_check.sweep import spec as sweep_spec
 from proofs_check.sweep.grid import expand, row_key, source_hash
