@@ -136,3 +136,25 @@ def test_train_refuses_a_folder_of_user_files(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--out" in err and "weights-00000004.pt" in err
     assert sorted(p.name for p in out.iterdir()) == ["weights-00000004.pt"]
+
+
+def test_sweep_figures_refuses_a_folder_of_user_files_before_any_work(tmp_path, capsys):
+    """``sweep --figures DIR`` would replace same-named PNGs: a folder of files sweep did not write is
+    refused (exit 2, naming --figures and the file) before the spec is even read; nothing changes."""
+    figures = tmp_path / "paper_figures"
+    figures.mkdir()
+    mine = figures / "coarse_graining_0_0_3.2_layers_value_scale.png"
+    mine.write_bytes(b"my own plot")
+    assert main(["sweep", "coarse_graining", "--out", str(tmp_path / "s"), "--figures", str(figures)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--figures" in err and mine.name in err and "did not write" in err
+    assert mine.read_bytes() == b"my own plot" and not (tmp_path / "s").exists()
+
+
+def test_the_shipped_sweep_gallery_is_sweeps_own():
+    """docs/figures/sweeps is where `fastslow sweep NAME --figures docs/figures/sweeps` regenerates the
+    gallery: it carries sweep's marker, so that command is accepted there."""
+    from pathlib import Path
+
+    gallery = Path(__file__).resolve().parents[1] / "docs" / "figures" / "sweeps"
+    assert outdir.owner(gallery) == "sweep" and outdir.check(gallery, "sweep", name="--figures") == gallery

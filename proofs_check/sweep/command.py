@@ -60,9 +60,10 @@ def cmd_sweep(args) -> int:
 
         resolve_device("cuda")  # exit 2 here when there is no GPU, not on every worker
     if args.figures is not None:
+        from numerics import outdir
         from proofs_check.validation import check_output_dir
 
-        check_output_dir(args.figures, "--figures")
+        outdir.check(check_output_dir(args.figures, "--figures"), "sweep", name="--figures")
     spec = sweep_spec.load(args.spec, max_tasks=args.max_tasks)
     from numerics import outdir
     from proofs_check.validation import check_output_dir
@@ -111,8 +112,10 @@ def _sweep(args, spec, out: Path) -> int:
     if summary:
         print(format_summary(summary))
     if args.figures and len(df):
+        from numerics import outdir
         from proofs_check.sweep.figures import render
 
-        for path in render(spec, df, args.figures):
-            print(f"figure {path}")
+        with outdir.claim(args.figures, "sweep", name="--figures", lock=False) as folder:
+            for path in render(spec, df, folder):
+                print(f"figure {path}")
     return 0 if run.ok else 1
