@@ -12,14 +12,17 @@ import os
 import sys
 
 import torch
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
+# No explain phase: it traces every line a failing case runs while shrinking (to report which lines
+# it covered); under xdist, after other tests, a traced shrink of a stack evaluation ran for minutes.
+PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("random", max_examples=25, deadline=None, derandomize=False, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=200, deadline=None, derandomize=False, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+                          phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The test files import their shared helpers by name (``from strategies import ...``): this folder is put on
