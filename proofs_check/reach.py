@@ -109,14 +109,18 @@ def layer_points(stack, X: torch.Tensor, V: torch.Tensor) -> list[dict]:
     return rows
 
 
+def _along_text(cfg, X: torch.Tensor, probe_seed: int):
+    """The probes V, the first window's token mean x̄, its direction X − 1x̄ᵀ, its spread and the
+    float64 rounding tolerance γ of a stack with config ``cfg``."""
+    xbar = R.token_mean(X[0])
+    return (mf.probes(PROBES, cfg.T, cfg.d, seed=probe_seed), xbar, X[0] - xbar, float(R.token_spread(X[0])),
+            mf.rounding_tolerance(cfg.T, cfg.d, cfg.layers, torch.float64, cfg.mlp_ratio))
+
+
 def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0, grid=SPREAD_GRID) -> dict:
     """Every reach measurement of 2.1/2.3 and 2.4 on one stack and its embedded text windows X (n, T, d)."""
     cfg = stack.config
-    V = mf.probes(PROBES, cfg.T, cfg.d, seed=seed + 7)
-    xbar = R.token_mean(X[0])
-    direction = X[0] - xbar
-    s_text = float(R.token_spread(X[0]))
-    gamma = mf.rounding_tolerance(cfg.T, cfg.d, cfg.layers, torch.float64, cfg.mlp_ratio)
+    V, xbar, direction, s_text, gamma = _along_text(cfg, X, probe_seed=seed + 7)
     fact = R.factorised_expansion(stack, xbar, direction, V)
     action = mf.JacobianAction(stack, xbar)
     qk_out = R.qk_expansion(stack, xbar, direction, seed)
@@ -230,11 +234,7 @@ def coarse_reach(init, X: torch.Tensor, P: int, seed: int = 0, grid=SPREAD_GRID)
     from numerics.spec import StackSpec
 
     cfg = init.config
-    V = mf.probes(PROBES, cfg.T, cfg.d, seed=seed + 17)
-    xbar = R.token_mean(X[0])
-    direction = X[0] - xbar
-    s_text = float(R.token_spread(X[0]))
-    gamma = mf.rounding_tolerance(cfg.T, cfg.d, cfg.layers, torch.float64, cfg.mlp_ratio)
+    V, xbar, direction, s_text, gamma = _along_text(cfg, X, probe_seed=seed + 17)
     out = {"P": P, "text_spread": s_text, "kernels": {}}
     for kernel in ("full", "block", "causal"):
         spec = StackSpec(T=cfg.T, d=cfg.d, layers=cfg.layers, heads=cfg.heads, kernel=kernel, seed=cfg.seed,
