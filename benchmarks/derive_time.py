@@ -5,10 +5,10 @@ with an empty temporary cache folder (so SymPy does all the work, and nothing in
 repository is written); ``warm``: a second fresh process repeats it with the now-filled
 cache, which is what a developer sees on a second `fastslow derive`.  Each is reported as
 the whole process's wall time (imports included, as on the command line) and as the time
-spent inside ``proofs_check.derive.derive``.
+spent inside ``proofs_check.runners.derive.derive``.
 
 ``check_seconds_per_claim``: the ledger's own per-claim wall time from
-``proofs_check.check.run_checks`` in quick mode (the CI sizes).
+``proofs_check.runners.check.run_checks`` in quick mode (the CI sizes).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ FAMILIES: list[str] | None = None  # None: every family (as `fastslow derive`)
 _CHILD = """
 import json, sys, time
 start = time.perf_counter()
-from proofs_check.derive import derive
+from proofs_check.runners.derive import derive
 report = derive(json.loads(sys.argv[3]), out_dir=sys.argv[1], cache_dir=sys.argv[2], check=False, progress=False)
 inner = time.perf_counter() - start
 print({tag!r} + json.dumps({{"ok": report.ok, "inner_seconds": inner,
@@ -72,7 +72,7 @@ def derive_times() -> dict:
 
 def check_times(claim_ids: list[str] | None, device: str) -> dict:
     """Per-claim wall time (s) and status of `fastslow check` in quick mode."""
-    from proofs_check.check import run_checks
+    from proofs_check.runners.check import run_checks
 
     start = time.perf_counter()
     ledger = run_checks(claim_ids, device=device, profile="ci", quick=True, progress=False)
@@ -84,7 +84,7 @@ def check_times(claim_ids: list[str] | None, device: str) -> dict:
 
 def quick_claims() -> list[str]:
     """The first claim of each family, in docs/theory.md order."""
-    from proofs_check.ledger import CLAIM_IDS
+    from proofs_check.claims.registry import CLAIM_IDS
 
     first: dict[str, str] = {}
     for cid, family in CLAIM_IDS.items():

@@ -10,7 +10,7 @@ the stack does not hold is checked too.  Writes one JSON.
     nice -n 10 python -m benchmarks.hf_gpt2_check docs/trained/gpt2-bytes --json docs/trained/gpt2-bytes-check.json \
         --reach docs/trained/gpt2-bytes-reach.json
 
-``--reach`` adds the reach measurements of 2.1/2.3, 2.4 and 4.1 (``proofs_check.reach.reach_on_stack``:
+``--reach`` adds the reach measurements of 2.1/2.3, 2.4 and 4.1 (``proofs_check.runners.reach.reach_on_stack``:
 expansion orders and coefficients off 1x̄ᵀ, the curves up to the text's spread, the per-layer spreads) on
 the full-context import, at 4 validation windows embedded by the import's own wte + wpe.
 """
@@ -58,8 +58,8 @@ def reach(folder: Path, windows: int = 4) -> dict:
     from numerics.corpus import ByteCorpus
     from numerics.hf_gpt2 import embed
     from numerics.spec import StackSpec
-    from proofs_check.import_hf import import_hf
-    from proofs_check.reach import reach_on_stack
+    from proofs_check.runners.import_hf import import_hf
+    from proofs_check.runners.reach import reach_on_stack
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,8 +77,8 @@ def reach(folder: Path, windows: int = 4) -> dict:
 
 def run(folder: Path) -> dict:
     from numerics import checkpoint as ckpt
-    from proofs_check.check import run_stack_checks
-    from proofs_check.import_hf import import_hf
+    from proofs_check.runners.check import run_stack_checks
+    from proofs_check.runners.import_hf import import_hf
 
     record = {"checkpoint": str(folder), "imports": {}}
     with tempfile.TemporaryDirectory() as tmp:

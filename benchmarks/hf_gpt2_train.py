@@ -76,7 +76,7 @@ def train(cfg: HFTrainConfig, out: Path, progress: bool = True) -> dict:
     from transformers import GPT2LMHeadModel
 
     from numerics.corpus import ByteCorpus, unigram_entropy
-    from proofs_check.train import git_hash
+    from proofs_check.experiments.train import git_hash
 
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)

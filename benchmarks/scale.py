@@ -14,7 +14,7 @@ row as ``jvp_extrapolated``), the factorised side is the whole stack.  The growt
 with T is the fitted log-log slope.  The dense ``jacrev`` baseline ((Td)² entries) does not fit
 at any of these sizes and is recorded as such; ``benchmarks/jacobian.py`` has it where it fits.
 
-``claims``: every scale claim (``proofs_check.scale``) at a preset — gpt2-small in the full run,
+``claims``: every scale claim (``proofs_check.runners.scale``) at a preset — gpt2-small in the full run,
 ci in the quick one — in a subprocess, so that its seconds and peak RSS are its own.
 """
 

@@ -65,14 +65,15 @@ def _timed_sweep(client, spec, workers: int, device: str) -> dict:
 
 
 def run(quick: bool, device: str) -> dict:
-    from proofs_check import on_stack
-    from proofs_check.ledger import CheckContext, load_checks
+    from proofs_check.claims import on_stack
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.claims.registry import load_checks
     from proofs_check.sweep.grid import expand
     from proofs_check.sweep.run import connect
 
     load_checks()
     if CLAIM not in on_stack.ON_STACK:
-        raise RuntimeError(f"claim {CLAIM} is not registered with proofs_check.on_stack")
+        raise RuntimeError(f"claim {CLAIM} is not registered with proofs_check.claims.on_stack")
     load_before = os.getloadavg()[0]
     n = QUICK_STACKS if quick else STACKS
     spec = _spec(n)

@@ -1,6 +1,6 @@
 """Training throughput: tokens/s of ``fastslow train``'s trainer at the default text config.
 
-The trainer is ``numerics.training.fit`` as ``proofs_check.train.train_text`` runs it, on the
+The trainer is ``numerics.training.fit`` as ``proofs_check.experiments.train.train_text`` runs it, on the
 requested device, at :data:`CONFIG` (``TextConfig()``: d = 128, 6 layers, 4 heads, T = 256,
 batch 8, float32), for ``preln`` and ``hierarchical``.  Only a few steps run, each in its own
 ``train_text`` call that resumes the previous call's checkpoint (a temporary folder), so the
@@ -29,7 +29,7 @@ from dataclasses import replace
 import torch
 
 from benchmarks.timing import time_once
-from proofs_check.train import TextConfig
+from proofs_check.experiments.train import TextConfig
 
 QUICK_STEPS, STEPS = 3, 8  # timed steps per arch, after one warm-up step
 ARCHS = ("preln", "hierarchical")
@@ -55,7 +55,7 @@ def _forward_backward(cfg, device: str):
 
 
 def _arch(cfg, steps: int, device: str) -> dict:
-    from proofs_check.train import train_text
+    from proofs_check.experiments.train import train_text
 
     baseline = _forward_backward(cfg, device)
     step_runs, baseline_runs = [], []

@@ -28,8 +28,8 @@ OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
 from numerics import random_stack  # noqa: E402
 from numerics import coarse_graining as cg  # noqa: E402
 from numerics import visibility as nv  # noqa: E402
-from proofs_check.figures import render  # noqa: E402
-from proofs_check.ledger import CheckContext  # noqa: E402
+from proofs_check.report.figures import render  # noqa: E402
+from proofs_check.claims.evidence import CheckContext# noqa: E402
 from theory import coarse_graining as thc  # noqa: E402
 from theory import visibility as thv  # noqa: E402
 

@@ -12,7 +12,7 @@
 # "Stability delimits what the architecture may do; the data decides what it will."
 # This notebook walks through Claims 7.1–7.3 with the library calls the ledger uses
 # (`theory.emissions`, `numerics.emissions`, `numerics.data`, `numerics.training`) and
-# regenerates the family's figures through `proofs_check.figures.render`.
+# regenerates the family's figures through `proofs_check.report.figures.render`.
 # Set `FASTSLOW_SMOKE=1` for seconds-sized runs (a demonstration, not evidence).
 
 # %%
@@ -31,8 +31,8 @@ from theory import emissions as th  # noqa: E402
 from numerics import emissions as ne  # noqa: E402
 from numerics import training as tr  # noqa: E402
 from numerics.data import TopicBlocks  # noqa: E402
-from proofs_check.checks.emissions import PRIORS, draw_block  # noqa: E402
-from proofs_check.figures import render  # noqa: E402
+from proofs_check.claims.emissions import PRIORS, draw_block  # noqa: E402
+from proofs_check.report.figures import render  # noqa: E402
 
 ctx = SimpleNamespace(quick=True, smoke=SMOKE, device="cpu", profile="ci", cache_dir=str(OUT.parent / "cache"))
 

@@ -28,9 +28,9 @@ from numerics import depth_flow as nd
 from numerics import factorisation as nf
 from numerics.stack import random_xbar
 from numerics import random_stack
-from proofs_check.checks import factorisation as chk
-from proofs_check.figures import render
-from proofs_check.ledger import CheckContext
+from proofs_check.claims import factorisation as chk
+from proofs_check.report.figures import render
+from proofs_check.claims.evidence import CheckContext
 
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"

@@ -92,8 +92,8 @@ print(cost.flop_comparison(256, 16, 32, 4))
 # ## Figures
 
 # %%
-from proofs_check.figures import render  # noqa: E402
-from proofs_check.ledger import CheckContext  # noqa: E402
+from proofs_check.report.figures import render  # noqa: E402
+from proofs_check.claims.evidence import CheckContext# noqa: E402
 
 names = ["slow_manifold_trajectories", "stationary_distribution", "slow_path_cost"]
 if not SMOKE:

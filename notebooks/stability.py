@@ -14,7 +14,7 @@
 # S(g) = Σ_ℓ log(a_ℓ + h g k_ℓ).  The **stability margin** is μ = −(1/(Lh)) Σ log a_ℓ and the
 # **gate bound** g* is the root of S. This notebook walks through Claims 5.1 and 5.2 with the
 # library calls the ledger uses (`theory.stability`, `numerics.stability`) and regenerates the
-# figures through `proofs_check.figures.render`.  `FASTSLOW_SMOKE=1` gives seconds-sized runs.
+# figures through `proofs_check.report.figures.render`.  `FASTSLOW_SMOKE=1` gives seconds-sized runs.
 
 # %%
 import os
@@ -29,8 +29,8 @@ OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
 from theory import stability as th  # noqa: E402
 from numerics import random_stack  # noqa: E402
 from numerics import stability as ns  # noqa: E402
-from proofs_check.figures import render  # noqa: E402
-from proofs_check.ledger import CheckContext  # noqa: E402
+from proofs_check.report.figures import render  # noqa: E402
+from proofs_check.claims.evidence import CheckContext# noqa: E402
 
 ctx = CheckContext(quick=True)
 

@@ -83,7 +83,7 @@ def read_manifest(path: str | os.PathLike) -> dict:
     return manifest
 
 
-#: what every ``fastslow train`` stack is (``proofs_check.train.TextConfig.spec``), whatever its config
+#: what every ``fastslow train`` stack is (``proofs_check.experiments.train.TextConfig.spec``), whatever its config
 TRAINED_KERNEL = "causal"
 
 

@@ -2,7 +2,7 @@
 
 Each preset is a :class:`numerics.spec.StackSpec` factory: ``preset(name, dtype=..., device=...)``
 returns the spec of a random untied pre-LN stack (causal kernel, MLP width 4d) at that size.
-The claims' scale forms (``proofs_check.scale``) derive every further stack they need from it
+The claims' scale forms (``proofs_check.runners.scale``) derive every further stack they need from it
 with ``spec.with_(...)`` (another kernel, a slow path, a knob), so a preset fixes T, d, L and
 the number of heads, nothing else.
 

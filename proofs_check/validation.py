@@ -124,7 +124,7 @@ def validate_simulate(**kwargs) -> SimulateParams:
 # -- check -------------------------------------------------------------------------------
 def validate_claims(ids) -> list[str] | None:
     """Claim ids, duplicates dropped in order; unknown ids listed in one error; None = all."""
-    from proofs_check.claim_ids import CLAIM_IDS
+    from proofs_check.claims.ids import CLAIM_IDS
 
     if ids is None:
         return None

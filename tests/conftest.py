@@ -27,7 +27,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The test files import their shared helpers by name (``from strategies import ...``): this folder is put on
 # sys.path here, so they import the same way under any --import-mode, in the repository, in mutmut's
-# mutants/ copy and in a scratch copy of the tests (proofs_check.code_mutants copies every helper).
+# mutants/ copy and in a scratch copy of the tests (proofs_check.mutation.mutmut_code copies every helper).
 _TESTS = os.path.dirname(os.path.abspath(__file__))
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
@@ -38,6 +38,6 @@ torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, tor
 # `fastslow mutate` runs the family's tests with a theory mutant installed: the wrong
 # derivation is regenerated into a scratch module before any test imports the numerics.
 if os.environ.get("FASTSLOW_MUTANT"):
-    from proofs_check.mutants import install
+    from proofs_check.mutation.hand_written_theory import install
 
     install(os.environ["FASTSLOW_MUTANT"])

@@ -13,7 +13,7 @@ import torch
 
 from benchmarks import codegen_speed, derive_time, jacobian, training
 from benchmarks.run import run_benchmarks
-from proofs_check.train import TextConfig
+from proofs_check.experiments.train import TextConfig
 
 TINY = dict(T=6, d=8, layers=3, heads=2)
 TINY_TEXT = TextConfig(d=8, layers=1, heads=2, T=16, P=4, batch=4)

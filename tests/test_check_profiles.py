@@ -1,7 +1,7 @@
 """``fastslow check --profile random``: the checks draw their stacks from a fresh seed, the ledger
 records it, and ``--seed N`` reproduces that run; ``ci`` keeps seed 0."""
 
-from proofs_check.check import check_seed, format_table, run_checks
+from proofs_check.runners.check import check_seed, format_table, run_checks
 
 
 def test_random_profile_draws_a_fresh_seed_and_an_explicit_seed_wins():

@@ -13,10 +13,10 @@ import re
 import pytest
 
 from numerics import checkpoint as ck
-from proofs_check import on_stack
-from proofs_check.check import DENSE_FEATURES
+from proofs_check.claims import on_stack
+from proofs_check.runners.check import DENSE_FEATURES
 from proofs_check.cli import main as _main
-from proofs_check.ledger import load_checks
+from proofs_check.claims.registry import load_checks
 
 load_checks()
 HOMOGENEOUS = sorted(on_stack.HOMOGENEOUS_REFERENCE)

@@ -8,9 +8,7 @@ import torch
 
 from numerics import checkpoint as ck
 from numerics.spec import StackSpec
-from proofs_check import train as T
-
-
+from proofs_check.experiments import train as T
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("ck") / "run"

@@ -168,7 +168,9 @@ def test_bad_tolerance(tol):
 
 
 # ---- the ledger's own power: mistakes injected here must turn 3.1 / 3.2 away from verified ----------
-from proofs_check.ledger import CLAIMS, CheckContext, load_checks, run_claim  # noqa: E402
+from proofs_check.claims.registry import CLAIMS, load_checks
+from proofs_check.claims.evidence import CheckContext
+from proofs_check.runners.ledger import run_claim# noqa: E402
 
 load_checks()
 
@@ -241,8 +243,8 @@ def test_generated_functions_move_the_numbers(monkeypatch, unperturbed, claim_id
 
 def test_3_1_bound_non_vacuous_on_five_stacks():
     """The ledger's stacks exercise the bound where it says something: ρ̃ < 1 and bound < L on ≥ 5."""
-    from proofs_check.checks.coarse_graining import specs_3_1
-    from proofs_check.on_stack import evaluate
+    from proofs_check.claims.coarse_graining import specs_3_1
+    from proofs_check.claims.on_stack import evaluate
 
     ctx = CheckContext()
     verdicts = [evaluate("3.1", s, ctx) for s in specs_3_1("preln", ctx)]
@@ -257,7 +259,7 @@ def test_3_1_bound_non_vacuous_on_five_stacks():
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports under the documented keys."""
     from numerics.spec import StackSpec
-    from proofs_check.on_stack import evaluate
+    from proofs_check.claims.on_stack import evaluate
 
     spec = StackSpec(heads=2, seed=1, **spec_kw)
     v = evaluate("3.1", spec, CheckContext())
@@ -278,8 +280,10 @@ def test_ledger_3_2_catches_pooling_by_block_sums(monkeypatch):
     import torch
 
     from numerics import kernels as K
-    from proofs_check.checks import coarse_graining as chk
-    from proofs_check.ledger import CheckContext, load_checks, run_claim
+    from proofs_check.claims import coarse_graining as chk
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.claims.registry import load_checks
+    from proofs_check.runners.ledger import run_claim
 
     load_checks()
     original = K.pool_matrix

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from proofs_check import code_mutants as cm
+from proofs_check.mutation import mutmut_code as cm
 from proofs_check.cli import main as _main
 
 TESTS = ("tests/test_stack.py::test_frozen_kernel_causal_and_alibi",

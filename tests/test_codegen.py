@@ -1,4 +1,4 @@
-"""The SymPy -> torch code generator (theory/codegen) and the derive driver (proofs_check/derive.py).
+"""The SymPy -> torch code generator (theory/codegen) and the derive driver (proofs_check/runners/derive.py).
 
 Every comparison executes generated code; nothing compares printed strings.
 Tolerances: float64 table entries against mpmath at 50 digits to 1e-13 relative
@@ -30,7 +30,7 @@ from sympy.matrices.expressions.matexpr import MatrixElement
 from sympy.printing.pytorch import TorchPrinter as StockTorchPrinter
 from sympy.tensor.array.expressions import ArrayContraction, ArrayTensorProduct
 
-from proofs_check import derive as derive_mod
+from proofs_check.runners import derive as derive_mod
 from theory.codegen import (
     TORCH_FUNCTIONS,
     CodegenError,

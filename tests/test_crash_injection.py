@@ -133,7 +133,7 @@ def _warm_matplotlib() -> bytes:
 
 # ---------------------------------------------------------------- train
 def train_scenario(out: Path) -> int:
-    from proofs_check.train import TextConfig, train_text
+    from proofs_check.experiments.train import TextConfig, train_text
 
     cfg = TextConfig(d=8, layers=1, heads=2, T=8, tokens=384, batch=8, eval_every=2, eval_windows=4)
     train_text(cfg, out, progress=False, threads=1, checkpoint_every=2)  # 6 steps, saves at 2, 4, 6
@@ -161,8 +161,7 @@ CLAIM = "crash-toy"
 
 
 def _toy(spec, ctx):
-    from proofs_check import on_stack
-
+    from proofs_check.claims import on_stack
     x = spec.layers * spec.knob("value_scale", 0.0)
     return on_stack.Verdict(CLAIM, "holds" if x < 3 else "fails", measured={"x": x}, error=x, tolerance=3.0)
 
@@ -172,7 +171,7 @@ def sweep_scenario(out: Path) -> int:
 
     import distributed
 
-    from proofs_check import on_stack
+    from proofs_check.claims import on_stack
     from proofs_check.cli import main
     from proofs_check.sweep import run as sweep_run
 
@@ -230,13 +229,14 @@ class _Derived:
 
 
 def reproduce_scenario(out: Path) -> int:
-    import proofs_check.check
-    import proofs_check.derive
-    import proofs_check.figures
-    import proofs_check.matrix
-    import proofs_check.scale
-    from proofs_check import reach, text_experiment
-    from proofs_check.reproduce import reproduce
+    import proofs_check.runners.check
+    import proofs_check.runners.derive
+    import proofs_check.report.figures
+    import proofs_check.runners.grid
+    import proofs_check.runners.scale
+    from proofs_check.runners import reach
+    from proofs_check.experiments import text_experiment
+    from proofs_check.report.reproduce import reproduce
 
     def render(only, ctx, folder, formats=("png",)):
         path = Path(folder) / "canned.png"
@@ -244,15 +244,15 @@ def reproduce_scenario(out: Path) -> int:
             tmp.write_bytes(CANNED["png"])
         return {"canned": [path]}
 
-    proofs_check.derive.derive = lambda **kw: _Derived()
-    proofs_check.check.run_checks = lambda *a, **k: {"claims": [], "options": {"profile": "ci"}}
-    proofs_check.matrix.run_matrix = lambda *a, **k: {"options": {"archs": ["preln"], "claims": [], "quick": True},
+    proofs_check.runners.derive.derive = lambda **kw: _Derived()
+    proofs_check.runners.check.run_checks = lambda *a, **k: {"claims": [], "options": {"profile": "ci"}}
+    proofs_check.runners.grid.run_matrix = lambda *a, **k: {"options": {"archs": ["preln"], "claims": [], "quick": True},
                                                       "cells": []}
-    proofs_check.scale.run_scale = lambda *a, **k: {"claims": []}
+    proofs_check.runners.scale.run_scale = lambda *a, **k: {"claims": []}
     reach.run = lambda ctx: {}
     reach.report_section = lambda result: []
     text_experiment.recorded = lambda: CANNED["text-7.3"]
-    proofs_check.figures.render = render
+    proofs_check.report.figures.render = render
     return reproduce(out, quick=True, device="cpu", allow_drift=True)
 
 
@@ -282,15 +282,15 @@ def reproduce_outputs(out: Path) -> dict:
 def test_reproduce_survives_a_crash_at_every_write(tmp_path):
     import matplotlib.pyplot  # noqa: F401  (imported once for the children)
 
-    import proofs_check.check  # noqa: F401
-    import proofs_check.matrix  # noqa: F401
-    import proofs_check.report  # noqa: F401
-    import proofs_check.reproduce  # noqa: F401
-    import proofs_check.standing  # noqa: F401
-    import proofs_check.text_experiment
+    import proofs_check.runners.check  # noqa: F401
+    import proofs_check.runners.grid  # noqa: F401
+    import proofs_check.report.document  # noqa: F401
+    import proofs_check.report.reproduce  # noqa: F401
+    import proofs_check.claims.standing  # noqa: F401
+    import proofs_check.experiments.text_experiment
 
     CANNED["png"] = _warm_matplotlib()
-    CANNED["text-7.3"] = proofs_check.text_experiment.recorded()  # hashes the sources: seconds, no write
+    CANNED["text-7.3"] = proofs_check.experiments.text_experiment.recorded()  # hashes the sources: seconds, no write
     assert crash_every_write(reproduce_scenario, reproduce_outputs, tmp_path) >= 10
 
 

@@ -61,9 +61,11 @@ def test_bad_rtol():
 # ---- ledger power: the check itself fails on a broken stack or a perturbed generated function
 import numerics.generated.depth_flow as gen_df  # noqa: E402
 from numerics.stack import Layer  # noqa: E402
-from proofs_check.checks import depth_flow as chk  # noqa: E402
-from proofs_check.ledger import CheckContext, load_checks, run_claim  # noqa: E402
-from proofs_check.on_stack import evaluate, matrix_spec  # noqa: E402
+from proofs_check.claims import depth_flow as chk  # noqa: E402
+from proofs_check.claims.evidence import CheckContext
+from proofs_check.claims.registry import load_checks
+from proofs_check.runners.ledger import run_claim# noqa: E402
+from proofs_check.claims.on_stack import evaluate, matrix_spec  # noqa: E402
 
 
 def test_error_constant_matches_richardson():

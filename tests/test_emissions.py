@@ -21,7 +21,7 @@ from numerics import emissions as ne
 from numerics.data import TopicBlocks
 from numerics.generated import emissions as gen
 from numerics.training import torch_threads
-from proofs_check.checks.emissions import PRIORS, draw_block
+from proofs_check.claims.emissions import PRIORS, draw_block
 from theory import emissions as th
 
 EPS = torch.finfo(torch.float64).eps
@@ -268,8 +268,8 @@ def test_ledger_7_2_catches_a_wrong_gated_risk(monkeypatch):
     flips the sign of R's linear term (R(g) → R(−g)) changes R by 2g·|dR/dg|₀| = 2g·2ρ s²(1 − λ_k);
     at ρ = 0.9, g = 1 that is ≈ 1.8, hundreds of SE at 40 000 sequences, so the check must fail
     with an error of at least that size in MC_Z·SE units (predicted, not merely 'differs')."""
-    from proofs_check.checks import emissions as ce
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims import emissions as ce
+    from proofs_check.claims.evidence import CheckContext
 
     true_risk = gen.gated_risk
     monkeypatch.setattr(gen, "gated_risk", lambda g, *rest: true_risk(-g, *rest))

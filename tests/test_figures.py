@@ -24,8 +24,8 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from proofs_check.figures import load_figures, render  # noqa: E402
-from proofs_check.ledger import CheckContext  # noqa: E402
+from proofs_check.report.figures import load_figures, render  # noqa: E402
+from proofs_check.claims.evidence import CheckContext# noqa: E402
 
 NAMES = sorted(load_figures())
 INTEGER_AXIS = re.compile(r"\b(layer|depth|step)\b", re.I)
@@ -36,7 +36,7 @@ NOISE = re.compile(r"\d(\.\d+)?e-(1[3-9]|[2-9]\d|\d{3})\b")  # |x| < 1e-12 print
 def drawn(tmp_path_factory):
     """name → the Figure objects its renderer saved (drawn, not written)."""
     from numerics.io import write_json
-    from proofs_check.matrix import run_matrix
+    from proofs_check.runners.grid import run_matrix
 
     cache = tmp_path_factory.mktemp("figure-cache")
     write_json(cache / "matrix.json", run_matrix(only_arch=["looped", "mhc"], claims=["1.2", "6.1"]))
@@ -176,7 +176,7 @@ def test_the_rules_catch_each_defect():
 
 
 def test_mode_products_exact_zero_eigenvalue():
-    from proofs_check.figures.coarse_graining import eigenvalue_label
+    from proofs_check.report.figures.coarse_graining import eigenvalue_label
 
     # the full kernel 11ᵀ/T has eigenvalue 0; float64 eigvals return ~1e-17 (or 3e-33)
     assert eigenvalue_label(3.34e-33) == "0" and eigenvalue_label(-2e-17) == "0"

@@ -9,9 +9,9 @@ from hypothesis import given, strategies as st
 from numerics import gate_bounds as ngb
 from numerics import stability as ns
 from numerics.spec import StackSpec
-from proofs_check.checks import gate_bounds as chk
-from proofs_check.ledger import CheckContext
-from proofs_check.on_stack import evaluate
+from proofs_check.claims import gate_bounds as chk
+from proofs_check.claims.evidence import CheckContext
+from proofs_check.claims.on_stack import evaluate
 
 U = 2.0**-53
 

@@ -24,7 +24,7 @@ pytest.importorskip("safetensors")
 from numerics import checkpoint as ckpt  # noqa: E402
 from numerics import hf_gpt2  # noqa: E402
 from proofs_check.cli import main  # noqa: E402
-from proofs_check.import_hf import import_hf  # noqa: E402
+from proofs_check.runners.import_hf import import_hf  # noqa: E402
 
 F64 = torch.float64
 SIZES = dict(vocab_size=40, n_positions=12, n_embd=8, n_layer=3, n_head=2)
@@ -205,7 +205,7 @@ def test_value_bias_folds_into_the_output_bias(saved):
 
 # ---------------------------------------------------------------------------- the command
 def test_cli_imports_both_formats_and_check_stack_reads_them(saved, tmp_path, capsys):
-    from proofs_check.check import run_stack_checks
+    from proofs_check.runners.check import run_stack_checks
 
     _, folders = saved
     for fmt, folder in folders.items():

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from numerics import StackSpec, random_stack
 from proofs_check.cli import main
-from proofs_check.simulate import simulate
+from proofs_check.experiments.simulate import simulate
 
 SMALL = ["--T", "8", "--P", "4", "--d", "8", "--layers", "2", "--heads", "2", "--device", "cpu",
          "--no-certificate"]
@@ -297,20 +297,21 @@ API = [
 
 
 def _check_context(**kw):
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.evidence import CheckContext
 
     return CheckContext(**kw)
 
 
 def _train_config(**kw):
-    from proofs_check.train import TextConfig
+    from proofs_check.experiments.train import TextConfig
 
     return TextConfig(**kw)
 
 
 def _evaluate(claim, spec):
-    from proofs_check import on_stack
-    from proofs_check.ledger import CheckContext, load_checks
+    from proofs_check.claims import on_stack
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.claims.registry import load_checks
 
     load_checks()
     return on_stack.evaluate(claim, spec, CheckContext())
@@ -325,7 +326,7 @@ def _jacobian_apply(V=None, arch="preln"):
 
 
 def _run_checks(ids, **kw):
-    from proofs_check.check import run_checks
+    from proofs_check.runners.check import run_checks
 
     return run_checks(ids, progress=False, **kw)
 
@@ -348,7 +349,7 @@ def test_api_refuses_with_a_value_error_naming_the_parameter(call, names, tmp_pa
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    from proofs_check.train import TextConfig, train_text
+    from proofs_check.experiments.train import TextConfig, train_text
 
     out = tmp_path_factory.mktemp("ckpt") / "run"
     train_text(TextConfig(d=8, layers=1, heads=2, T=8, tokens=256, batch=8, eval_every=4, eval_windows=4), out,
@@ -505,7 +506,7 @@ def test_fuzzed_check_argv_never_tracebacks(argv, tmp_path_factory, capsys):
     cwd = os.getcwd()
     os.chdir(folder)
     try:
-        with mock.patch("proofs_check.check.run_checks", return_value=json.loads(json.dumps(STUB_LEDGER))):
+        with mock.patch("proofs_check.runners.check.run_checks", return_value=json.loads(json.dumps(STUB_LEDGER))):
             _fuzz(["check", "--no-progress", *argv], capsys)
     finally:
         os.chdir(cwd)

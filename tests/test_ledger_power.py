@@ -22,7 +22,9 @@ import time
 import pytest
 import torch
 
-from proofs_check.ledger import CLAIMS, CheckContext, Derivation, NumericResult, load_checks, run_claim
+from proofs_check.claims.registry import CLAIMS, load_checks
+from proofs_check.claims.evidence import CheckContext, Derivation, NumericResult
+from proofs_check.runners.ledger import run_claim
 
 load_checks()
 
@@ -31,7 +33,7 @@ U = 2.0**-53
 
 # ---- 1. the saturation depth ----------------------------------------------------------------
 def test_depth_by_definition_on_hand_made_ratios():
-    from proofs_check.checks.coarse_graining import depth_by_definition
+    from proofs_check.claims.coarse_graining import depth_by_definition
 
     # r dips below τ = 0.5 at layer 1 but rises above it at layer 2: ℓ* is the last crossing, 3
     assert depth_by_definition(torch.tensor([0.9, 0.4, 0.6, 0.3, 0.2]), 0.5) == 3
@@ -95,7 +97,7 @@ def test_ledger_2_3_refuses_a_wrong_transpose(monkeypatch):
 @pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
 def test_scale_forms_refuse_a_wrong_transpose(monkeypatch, claim_id):
     """check --scale: the forms whose power iterations apply Jᵀ verify unmutated and fail without Aᵀ."""
-    from proofs_check.scale import ScaleRun, run_scale_claim
+    from proofs_check.runners.scale import ScaleRun, run_scale_claim
 
     good = run_scale_claim(claim_id, ScaleRun("toy"))
     assert good["status"] == "verified", good.get("detail")
@@ -119,7 +121,7 @@ def test_derivation_recomputes_and_refuses_the_wrong_order():
 
 def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
     """γ replaced by √γ (10⁶ times looser at the toy size): every form stating γ refuses its verdict."""
-    import proofs_check.scale as scale
+    import proofs_check.runners.scale as scale
 
     good = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
     assert good["status"] == "verified" and all(d["problem"] is None for d in good["derivations"])
@@ -136,7 +138,7 @@ def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
 
 
 def test_a_scale_tolerance_without_derivation_is_refused(monkeypatch):
-    import proofs_check.scale as scale
+    import proofs_check.runners.scale as scale
 
     form = scale.SCALE_FORMS["2.4"]
 
@@ -246,8 +248,7 @@ def test_a_step_within_its_limit_is_not_interrupted():
 
 def test_a_mutant_past_its_time_limit_is_refused(monkeypatch):
     """fastslow mutate: a theory mutant whose ledger run exceeds the limit is killed, with the reason."""
-    from proofs_check import mutants
-
+    from proofs_check.mutation import hand_written_theory as mutants
     monkeypatch.setattr(mutants, "MUTANT_SECONDS", 0.5)   # less than the interpreter's start
     result = mutants.run_one("log-norm-half-dropped", run_tests=False)
     assert result["killed_by"] == "refused: the ledger check of 5.1 did not finish within 0.5 s (timeout)"

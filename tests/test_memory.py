@@ -74,7 +74,7 @@ CERTIFICATE_PROBE = """
 import gc, json, sys
 import psutil, torch
 from numerics.memory import run_bytes
-from proofs_check.simulate import simulate
+from proofs_check.experiments.simulate import simulate
 
 
 def high_water():

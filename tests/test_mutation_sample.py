@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from proofs_check.code_mutants import run_code_mutants
-from proofs_check.mutants import catalogue, run_one
+from proofs_check.mutation.mutmut_code import run_code_mutants
+from proofs_check.mutation.hand_written_theory import catalogue, run_one
 
 THEORY_SAMPLE = ("pst-from-Q", "posterior-block-sum", "G-sign-flip")
 CODE_FILE = "numerics/generated/visibility.py"
@@ -84,14 +84,14 @@ def test_bad_arguments_name_the_parameter():
 ])
 def test_equivalence_rules_match_exactly_their_mutations(old, new, rule):
     """Each rule justifies its own kind of mutation and not a near miss that changes behaviour."""
-    from proofs_check.equivalents import classify
+    from proofs_check.mutation.equivalents import classify
 
     got = classify({"mutant": "numerics.stack.x_f__mutmut_1", "mutation": f"{old}  ->  {new}"})
     assert (got.key if got else None) == rule
 
 
 def test_cancelling_constant_rule_is_confined_to_its_function():
-    from proofs_check.equivalents import classify
+    from proofs_check.mutation.equivalents import classify
 
     line = "x0 = alpha*h - 1  ->  x0 = alpha*h + 1"
     assert classify({"mutant": "numerics.generated.factorisation.x_G_layer_coefficient_1__mutmut_3",
@@ -106,7 +106,7 @@ def test_code_mutant_test_ids_are_ascii():
     import subprocess
     import sys
 
-    from proofs_check.code_mutants import DEFAULT_TESTS, REPO
+    from proofs_check.mutation.mutmut_code import DEFAULT_TESTS, REPO
 
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            *DEFAULT_TESTS], cwd=REPO, capture_output=True, text=True, check=True)
@@ -118,7 +118,7 @@ def test_code_mutant_test_ids_are_ascii():
 def test_report_section_shows_both_scores(tmp_path):
     import json
 
-    from proofs_check.reproduce import _mutation_section
+    from proofs_check.report.reproduce import _mutation_section
 
     assert "No mutation run" in "\n".join(_mutation_section(tmp_path))
     (tmp_path / "mutation.json").write_text(json.dumps({

@@ -1,5 +1,5 @@
-"""Reach of the reference claims off 1x̄ᵀ (numerics/reach.py, proofs_check/reach.py) and the depth
-roughness of weights (proofs_check/depth_smoothness.py), each beside its negative control."""
+"""Reach of the reference claims off 1x̄ᵀ (numerics/reach.py, proofs_check/runners/reach.py) and the depth
+roughness of weights (proofs_check/experiments/depth_smoothness.py), each beside its negative control."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import torch
 from numerics import matrix_free as mf
 from numerics import random_stack
 from numerics import reach as R
-from proofs_check import depth_smoothness as DS
-from proofs_check import reach as PR
-
+from proofs_check.experiments import depth_smoothness as DS
+from proofs_check.runners import reach as PR
 EPS = float(torch.finfo(torch.float64).eps)
 T, D, L, H = 4, 4, 2, 2
 
@@ -165,7 +164,7 @@ def test_coarse_graining_identity_departs_at_first_order_and_causal_misses_at_th
 
 def test_scale_route_on_the_toy_preset_agrees_with_the_expansion():
     from numerics.presets import preset
-    from proofs_check.reach_scale import WINDOW, scale_reach
+    from proofs_check.runners.reach_scale import WINDOW, scale_reach
 
     out = scale_reach("toy", probes=1, sweep=(0.5,), progress=False)
     assert out["identity_at_reference"] <= out["rounding_tolerance"]          # 2.1/2.3 at s = 0

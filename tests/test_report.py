@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from proofs_check import report as R
-from proofs_check.matrix import matrix_section
+from proofs_check.report.document import document as R
+from proofs_check.runners.grid import matrix_section
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 LEFTOVER_MATH = re.compile(r"\$[^$\s][^$]*\$")  # a $…$ the page still shows as source
@@ -92,11 +92,11 @@ def test_derivation_is_mathml_of_the_expression():
 # ----------------------------------------------------------------------------- in a browser
 @pytest.fixture(scope="module")
 def report_dir(tmp_path_factory):
-    from proofs_check.check import run_checks
-    from proofs_check.figures import render
+    from proofs_check.runners.check import run_checks
+    from proofs_check.report.figures import render
     from numerics.io import write_json
-    from proofs_check.ledger import CheckContext
-    from proofs_check.matrix import run_matrix
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.grid import run_matrix
 
     out = tmp_path_factory.mktemp("report")
     claims = ["3.1", "5.1"]

@@ -1,4 +1,4 @@
-"""``fastslow check --scale``: the claims' matrix-free scale forms (proofs_check.scale)."""
+"""``fastslow check --scale``: the claims' matrix-free scale forms (proofs_check.runners.scale)."""
 
 import json
 
@@ -7,9 +7,9 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics.presets import PRESET_NAMES, SIZES, preset
-from proofs_check import scale
+from proofs_check.runners import scale
 from proofs_check.cli import main
-from proofs_check.ledger import CLAIM_IDS
+from proofs_check.claims.registry import CLAIM_IDS
 
 
 def test_check_scale_ci_verifies_every_scale_claim(tmp_path, capsys):

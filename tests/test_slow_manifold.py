@@ -125,8 +125,8 @@ def test_radau_matches_token_recurrence():
 def test_repelling_control():
     """Control: f_x = +1 on φ₀ = y; the trajectory settles on the attracting branch x = y + 1, so
     dist(x, φ^(k)(y)) is the gap max_t |φ^(2)_att − φ^(k)_rep| ≈ 1 + 0.3ε (to ε³), not O(ε^(k+1))."""
-    from proofs_check.checks.slow_manifold import _repelling_control
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.slow_manifold import _repelling_control
+    from proofs_check.claims.evidence import CheckContext
 
     control, rows = _repelling_control(CheckContext())
     assert control.status == "fails-as-predicted", control.detail
@@ -135,7 +135,7 @@ def test_repelling_control():
         if r["quantity"].startswith("dist"):
             assert 1.0 < r["predicted"] < 1.0 + 0.5 / r["P"]  # 1 + ε(y+1)/4 + O(ε²), y + 1 ≤ 1.22
     # the attracting branch's own expansion is the published form: φ₁ = (y + 1)/4
-    from proofs_check.checks.slow_manifold import _attracting_control_branch
+    from proofs_check.claims.slow_manifold import _attracting_control_branch
 
     system, att = _attracting_control_branch()
     assert sp.simplify(att.terms[1][0] - (system.y[0] + 1) / 4) == 0 and att.tikhonov.holds
@@ -143,8 +143,9 @@ def test_repelling_control():
 
 def test_ledger_6_1_fails_when_radau_and_recurrence_disagree(monkeypatch):
     """The Radau-vs-recurrence agreement is enforced by the ledger (it once read 1.3 unnoticed)."""
-    import proofs_check.checks.slow_manifold  # noqa: F401  (registers 6.1)
-    from proofs_check.ledger import CheckContext, run_claim
+    import proofs_check.claims.slow_manifold  # noqa: F401  (registers 6.1)
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.ledger import run_claim
 
     monkeypatch.setattr(nm, "radau_vs_recurrence", lambda system, P: 1.3)
     entry = run_claim("6.1", CheckContext())
@@ -196,15 +197,16 @@ def test_reducible_control():
     y1 = a.y[-1, 0]
     predicted = np.linalg.norm(np.array([1, np.exp(y1), 0]) / (1 + np.exp(y1)) - np.array([0, 0, 1]))
     assert abs(np.linalg.norm(a.x[-1] - b) - predicted) <= 1 / 16  # O(ε) distance to the class manifold
-    from proofs_check.checks.slow_manifold import _reducible_control
+    from proofs_check.claims.slow_manifold import _reducible_control
 
     assert _reducible_control().status == "fails-as-predicted"
 
 
 def test_ledger_6_2_fails_on_a_wrong_stationary_distribution(monkeypatch):
     """The generated-vs-mpmath p_st error is enforced by the ledger: a p_st off by 1e-6 fails it."""
-    import proofs_check.checks.slow_manifold  # noqa: F401  (registers 6.2)
-    from proofs_check.ledger import CheckContext, run_claim
+    import proofs_check.claims.slow_manifold  # noqa: F401  (registers 6.2)
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.ledger import run_claim
 
     real = nm.stationary
     monkeypatch.setattr(nm, "stationary", lambda y: real(y) * (1 + 1e-6))
@@ -263,8 +265,8 @@ def test_flop_parts_match_the_model():
 def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
     """The compressed variant keeps queries per token: its scores + mixing fall by P, not P²."""
     from numerics.spec import StackSpec
-    from proofs_check.checks.slow_manifold import evaluate_6_3
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.slow_manifold import evaluate_6_3
+    from proofs_check.claims.evidence import CheckContext
 
     spec = StackSpec(T=16, d=8, layers=1, heads=2, kernel="causal", P=4, arch="compressed")
     v = evaluate_6_3(spec, CheckContext())
@@ -274,14 +276,15 @@ def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
 
 
 def _declared(claim_id: str) -> list[str]:
-    import proofs_check.checks.slow_manifold  # noqa: F401
-    from proofs_check.ledger import CLAIMS
+    import proofs_check.claims.slow_manifold  # noqa: F401
+    from proofs_check.claims.registry import CLAIMS
 
     return list(CLAIMS[claim_id].generated)
 
 
 def _ledger_numbers(claim_id: str):
-    from proofs_check.ledger import CheckContext, run_claim
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.ledger import run_claim
 
     entry = run_claim(claim_id, CheckContext())
     return entry["numeric"]["max_error"], repr(entry["numeric"]["table"])
@@ -289,8 +292,8 @@ def _ledger_numbers(claim_id: str):
 
 def _control_rows():
     """6.1's control rows, which the ledger appends verbatim to 6.1's table."""
-    from proofs_check.checks.slow_manifold import _repelling_control
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.slow_manifold import _repelling_control
+    from proofs_check.claims.evidence import CheckContext
 
     return repr(_repelling_control(CheckContext())[1])
 

@@ -1,4 +1,4 @@
-"""The source-mutant catalogue (proofs_check/source_mutants.py): every entry still applies to the
+"""The source-mutant catalogue (proofs_check/mutation/hand_written_source.py): every entry still applies to the
 current source exactly once, a stale entry is an error rather than a kill, and cheap mutants are
 killed by the ledger itself (a fresh interpreter on a scratch copy, as ``fastslow mutate`` runs them)."""
 
@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proofs_check import source_mutants as sm
-
-
+from proofs_check.mutation import hand_written_source as sm
 @pytest.mark.parametrize("mutant", sm.CATALOGUE, ids=lambda m: m.name)
 def test_every_source_mutant_applies_to_the_current_source_exactly_once(mutant):
     text = (sm.REPO / mutant.path).read_text()

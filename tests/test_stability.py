@@ -282,7 +282,7 @@ def test_simulate_warns_when_no_gate_is_certified(capsys):
 
 def test_simulate_times_the_certificate_and_can_skip_it(capsys):
     from proofs_check.cli import main
-    from proofs_check.simulate import simulate
+    from proofs_check.experiments.simulate import simulate
 
     out = simulate(T=8, P=4, d=8, layers=6, heads=2, kernel="causal", gate=0.0, seed=1, device="cpu")
     s = out["seconds"]
@@ -307,7 +307,7 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
     """K_ℓ equals (1/h)∂_g ΠJ_ℓ(g)Π⁺ of the real gated layer (central difference, ε = 1e-4:
     truncation ~ε² and rounding eps/(εh) give ≲ 1e-10; 1e-7 as in the ledger).  Control: without
     the MLP operating-point term the map is off by exactly that term's size, O(h) ≈ 1e-2."""
-    from proofs_check.checks.stability import FD_STEP, K_TOL
+    from proofs_check.claims.stability import FD_STEP, K_TOL
 
     stack = _contractive_spec(kernel).build()
     G, K = ns.slow_mode_maps(stack)
@@ -326,8 +326,8 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
 
 
 def test_evaluate_5_1_reports_the_documented_keys():
-    from proofs_check.checks.stability import evaluate_5_1
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.stability import evaluate_5_1
+    from proofs_check.claims.evidence import CheckContext
 
     v = evaluate_5_1(_contractive_spec(), CheckContext())
     assert v.status == "holds", v.reason
@@ -358,9 +358,10 @@ def test_expansion_onset_brackets_the_real_crossing():
 def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
     """The first-order model without the MLP's operating-point shift (the old K_ℓ) is caught by the
     ledger itself: K_route_error ≈ that term's size (≥ 1e-3 ≫ K_TOL)."""
-    import proofs_check.checks.stability  # noqa: F401  (registers 5.1)
-    from proofs_check.checks.stability import K_TOL, evaluate_5_1
-    from proofs_check.ledger import CheckContext, run_claim
+    import proofs_check.claims.stability  # noqa: F401  (registers 5.1)
+    from proofs_check.claims.stability import K_TOL, evaluate_5_1
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.ledger import run_claim
 
     monkeypatch.setattr(ns, "_mlp_operating_point_shift",
                         lambda stack, xs: torch.zeros(len(stack.layers), 2, 8, 8, dtype=torch.float64))
@@ -373,8 +374,8 @@ def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
 def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
     """A certificate 20× too optimistic (past the measured onset, ≈ 8 g*) is caught by the direct
     measurement on the real gated stack at ±0.99 g_lo."""
-    from proofs_check.checks.stability import evaluate_5_1
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims.stability import evaluate_5_1
+    from proofs_check.claims.evidence import CheckContext
 
     real = ns.certify_gate_bound
 
@@ -390,15 +391,16 @@ def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
 
 
 def _ledger_numbers(claim_id: str):
-    from proofs_check.ledger import CheckContext, run_claim
+    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.runners.ledger import run_claim
 
     entry = run_claim(claim_id, CheckContext())
     return entry["numeric"]["max_error"], repr(entry["numeric"]["table"])
 
 
 def _declared(claim_id: str) -> list[str]:
-    import proofs_check.checks.stability  # noqa: F401
-    from proofs_check.ledger import CLAIMS
+    import proofs_check.claims.stability  # noqa: F401
+    from proofs_check.claims.registry import CLAIMS
 
     return list(CLAIMS[claim_id].generated)
 

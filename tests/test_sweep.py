@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from proofs_check import on_stack
+from proofs_check.claims import on_stack
 from proofs_check.cli import main
-from proofs_check.ledger import load_checks
+from proofs_check.claims.registry import load_checks
 from proofs_check.sweep import spec as sweep_spec
 from proofs_check.sweep.grid import expand, points, row_key
 from proofs_check.sweep.run import run_sweep

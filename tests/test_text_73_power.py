@@ -1,4 +1,4 @@
-"""Claim 7.3 on text, the powered rerun: the pre-registered paired t-test (proofs_check.text_experiment.
+"""Claim 7.3 on text, the powered rerun: the pre-registered paired t-test (proofs_check.experiments.text_experiment.
 paired_t) against an independent route (scipy's one-sample t-test and t interval), its verdicts on
 constructed gaps, and the power analysis of docs/trained/text-7.3-power.md recomputed from the pilot."""
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from proofs_check import text_experiment as tx
-
+from proofs_check.experiments import text_experiment as tx
 TRAINED = Path(__file__).resolve().parent.parent / "docs" / "trained"
 #: The pilot's per-seed gaps as docs/trained/text-7.3-power.md states them (rounded there to 5 digits).
 PILOT_GAPS = (0.02554, 0.02186, 0.01128)

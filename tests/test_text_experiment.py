@@ -1,4 +1,4 @@
-"""Claim 7.3 on text (proofs_check.text_experiment): both arms train from the same weights, the frozen
+"""Claim 7.3 on text (proofs_check.experiments.text_experiment): both arms train from the same weights, the frozen
 arm's gates stay exactly 0, the decision rule gives the predicted gap and verdict on constructed
 results, the command refuses flags that do not belong together, and the recorded run is flagged
 when the code that produced it changed."""
@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from proofs_check import text_experiment as tx
+from proofs_check.experiments import text_experiment as tx
 from proofs_check.cli import main
-from proofs_check.train import TextConfig
+from proofs_check.experiments.train import TextConfig
 
 TINY = TextConfig(arch="hierarchical", d=4, layers=2, heads=2, T=16, P=4, tokens=4_000, batch=16, eval_every=8,
                   eval_windows=16)
@@ -101,7 +101,7 @@ def test_refusals(argv, message, capsys):
 
 
 def test_fit_monitor_runs_before_training_and_at_every_validation(tmp_path):
-    from proofs_check.train import train_text
+    from proofs_check.experiments.train import train_text
 
     cfg = TextConfig(arch="preln", d=4, layers=1, heads=2, T=8, P=4, tokens=2_000, batch=16, eval_every=5,
                      eval_windows=8)

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from proofs_check import train as T
+from proofs_check.experiments import train as T
 from proofs_check.cli import main as _main
 
 
@@ -106,8 +106,7 @@ def test_check_stack_runs_on_stack_claims_on_the_trained_weights(tmp_path, capsy
 
 
 def test_matrix_trained_column_uses_the_cached_default_checkpoint(tmp_path, monkeypatch):
-    from proofs_check import matrix as M
-
+    from proofs_check.runners import grid as M
     small = T.TextConfig(d=8, layers=2, heads=2, T=8, tokens=2048, batch=16, eval_every=8, eval_windows=8)
     monkeypatch.setattr(T, "SMALL", small)
     m = M.run_matrix(only_arch=["trained"], claims=["1.2", "7.2"], cache_dir=str(tmp_path))

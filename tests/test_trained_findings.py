@@ -1,9 +1,7 @@
 """The ledger's ``trained`` finding sorts the matrix's trained column by status and names every
 condition and reason; a matrix without the column has no finding."""
 
-from proofs_check import trained_findings as tf
-
-
+from proofs_check.runners import trained_findings as tf
 def _cell(claim, arch, status, condition=None):
     ev = {"trained": {"checkpoint": "ck", "step": 7, "corpus_sha256": "ab" * 32, "validation_loss": 2.9}}
     return {"claim": claim, "arch": arch, "status": status, "condition": condition, "evidence": ev}

@@ -10,10 +10,10 @@ import torch
 
 from numerics import checkpoint as ck
 from numerics.spec import StackSpec
-from proofs_check import check as C
-from proofs_check import train as T
-from proofs_check.check import CheckContext, run_stack_checks
-from proofs_check.checks import factorisation as chk
+from proofs_check.runners import check as C
+from proofs_check.experiments import train as T
+from proofs_check.runners.check import CheckContext, run_stack_checks
+from proofs_check.claims import factorisation as chk
 
 CTX = CheckContext(quick=True)
 

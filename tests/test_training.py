@@ -288,8 +288,8 @@ def _shifted(result, name, arm, delta):
 
 
 def _ledger_7_3(monkeypatch, result):
-    from proofs_check.checks import emissions as ce
-    from proofs_check.ledger import CheckContext
+    from proofs_check.claims import emissions as ce
+    from proofs_check.claims.evidence import CheckContext
 
     monkeypatch.setattr(tr, "run_experiment", lambda **kw: result)
     return ce.check_7_3(CheckContext(quick=True))

@@ -112,7 +112,7 @@ def test_a_second_writer_on_one_folder_is_refused(tmp_path):
 
 
 def test_train_keeps_tensor_files_it_did_not_write(tmp_path):
-    from proofs_check.train import TextConfig, train_text
+    from proofs_check.experiments.train import TextConfig, train_text
 
     cfg = TextConfig(d=8, layers=1, heads=2, T=8, tokens=512, batch=8, eval_every=4, eval_windows=4)
     out = tmp_path / "ckpt"

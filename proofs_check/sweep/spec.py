@@ -8,7 +8,7 @@ A spec file holds one ``[[sweep]]`` table per claim::
     batch = 50                        # optional: rows per Parquet file
 
     [[sweep]]
-    claim = "3.2"                     # a claim registered with proofs_check.on_stack
+    claim = "3.2"                     # a claim registered with proofs_check.claims.on_stack
     seeds = 3                         # seeds first_seed … first_seed + seeds - 1 (default 1)
     first_seed = 0                    # optional
     scale = "toy"                     # optional: a scale preset's sizes as the base
@@ -146,7 +146,7 @@ def resolve(name_or_path: str) -> Path:
 
 def load(name_or_path: str, claims=None, max_tasks: int = MAX_TASKS) -> SweepSpec:
     """Read and validate a spec (by shipped name or path); ``claims``: the known claim ids
-    (default: the claims registered with ``proofs_check.on_stack``)."""
+    (default: the claims registered with ``proofs_check.claims.on_stack``)."""
     path = resolve(name_or_path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -177,24 +177,22 @@ def describe(path) -> dict:
 
 
 class _Registered:
-    """The claims registered with ``proofs_check.on_stack``; the check modules are imported the
+    """The claims registered with ``proofs_check.claims.on_stack``; the check modules are imported the
     first time a claim is not found (importing them takes seconds)."""
 
     loaded = False
 
     def __contains__(self, claim) -> bool:
-        from proofs_check import on_stack
-
+        from proofs_check.claims import on_stack
         if claim not in on_stack.ON_STACK and not self.loaded:
-            from proofs_check.ledger import load_checks
+            from proofs_check.claims.registry import load_checks
 
             load_checks()
             self.loaded = True
         return claim in on_stack.ON_STACK
 
     def names(self) -> list[str]:
-        from proofs_check import on_stack
-
+        from proofs_check.claims import on_stack
         return sorted(on_stack.ON_STACK)
 
 

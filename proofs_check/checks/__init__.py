@@ -1,1 +1,0 @@
-"""One module per claim family; each registers its claims with ``proofs_check.ledger.claim``."""

@@ -1,0 +1,1 @@
+"""One module per claim family; each registers its claims with ``proofs_check.claims.registry.claim``."""

@@ -1,0 +1,162 @@
+"""What a verdict means: each claim's kind, the setting it was checked in, and its standing.
+
+The ledger's mechanical decision (``proofs_check.claims.evidence.decide``: verified / failed) says that a
+check's evidence came out as its claim predicts *in the setting the check ran*.  This module says
+what that evidence is worth for the paper:
+
+- **kind**: *identity* (exact at its reference for any weights), *lemma* (a mathematical fact on a
+  model system; no stack enters), *prediction* (a quantitative statement about stacks that can
+  fail on some stack), *experiment* (depends on data);
+- **setting**: the paper's (:data:`PAPER_SETTING`) or one the suite chose, named;
+- **standing**: one of :data:`STANDINGS` — holds as stated; holds under a condition the paper
+  does not state (named); fails in the paper's setting; reconstruction (docs/theory.md rebuilt
+  the definition, so the paper's own statement is not what was checked).
+
+The vocabulary is enforced twice.  :func:`validate_declaration` refuses, when a claim registers,
+a standing its kind and setting cannot support (nothing checked outside the paper's setting
+"holds as stated"; nothing that fails in the paper's setting was checked in it).
+:func:`reconcile` refuses, after the check ran, a standing its evidence contradicts: a check
+reporting that the claim fails in the paper's setting makes the standing "fails in the paper's
+setting", whatever was declared, and the conflict is recorded.
+"""
+
+from __future__ import annotations
+
+KINDS = ("identity", "lemma", "prediction", "experiment")
+
+HOLDS = "holds as stated"
+CONDITIONAL = "holds under a condition the paper does not state"
+FAILS = "fails in the paper's setting"
+RECONSTRUCTION = "reconstruction"
+STANDINGS = (HOLDS, CONDITIONAL, FAILS, RECONSTRUCTION)
+
+#: The paper's setting: the stack of docs/theory.md §0 as the paper builds it.
+PAPER = "paper"
+PAPER_SETTING = "causal fast kernel, pre-LN, untied, gate 0"
+
+#: What a check reports about the paper's setting (``ClaimResult.paper_setting``): not separately
+#: evaluated (its own setting is the paper's, or no stack enters), holds there, fails there.
+PAPER_OUTCOMES = ("", "holds", "fails")
+
+
+def validate_declaration(claim_id: str, *, kind: str, setting: str, standing: str, condition: str | None,
+                         reconstruction: bool) -> None:
+    """Refuse a declaration whose standing its kind, setting or reconstruction flag cannot support."""
+    where = f"claim {claim_id}"
+    if kind not in KINDS:
+        raise ValueError(f"{where}: kind={kind!r} is not one of {', '.join(KINDS)}")
+    if standing not in STANDINGS:
+        raise ValueError(f"{where}: standing={standing!r} is not one of {'; '.join(STANDINGS)}")
+    if not isinstance(setting, str) or not setting.strip():
+        raise ValueError(f"{where}: setting must be {PAPER!r} or a named setting, not {setting!r}")
+    if kind == "lemma" and setting == PAPER:
+        raise ValueError(f"{where}: a lemma has no stack; its setting names its model system, not {PAPER!r}")
+    if standing == HOLDS and setting != PAPER and kind in ("identity", "prediction"):
+        raise ValueError(f"{where}: checked in a suite-chosen setting ({setting}), a statement about stacks cannot "
+                         f"be '{HOLDS}'; name the condition ('{CONDITIONAL}') or say it '{FAILS}'")
+    if standing == FAILS and setting == PAPER:
+        raise ValueError(f"{where}: '{FAILS}' needs the setting in which the check passed, not {PAPER!r}")
+    if standing == FAILS and kind == "lemma":
+        raise ValueError(f"{where}: a lemma has no stack, so no paper's setting to fail in")
+    if standing == CONDITIONAL and not (condition and condition.strip()):
+        raise ValueError(f"{where}: '{CONDITIONAL}' must name the condition")
+    if standing == RECONSTRUCTION and not reconstruction:
+        raise ValueError(f"{where}: standing '{RECONSTRUCTION}' but docs/theory.md does not mark it a reconstruction")
+    if reconstruction and standing not in (RECONSTRUCTION, FAILS):
+        raise ValueError(f"{where}: docs/theory.md marks it a reconstruction, so it cannot be '{standing}'")
+
+
+def reconcile(declared: str, paper_setting: str, status: str) -> tuple[str, str]:
+    """The standing the ledger records, and a conflict note ('' when the evidence agrees).
+
+    ``paper_setting`` is the check's report on the paper's setting (:data:`PAPER_OUTCOMES`).  A
+    claim the check found failing in the paper's setting stands as :data:`FAILS` whatever was
+    declared; a declared :data:`FAILS` the check did not report (it did not run the paper's setting,
+    or the claim held there) is kept only with the conflict named.  A claim whose check failed or
+    crashed keeps its declared standing: the ledger's ``failed`` already says it is not evidence."""
+    if paper_setting not in PAPER_OUTCOMES:
+        raise ValueError(f"paper_setting={paper_setting!r} is not one of {PAPER_OUTCOMES}")
+    if status != "verified":
+        return declared, ""
+    if paper_setting == "fails" and declared != FAILS:
+        return FAILS, f"declared '{declared}', but the check found that it fails in the paper's setting"
+    if declared == FAILS and paper_setting != "fails":
+        return declared, ("declared 'fails in the paper's setting', but the check "
+                          + ("found that it holds there" if paper_setting == "holds" else "did not run the paper's setting"))
+    return declared, ""
+
+
+def ledger_word(record: dict) -> str:
+    """The mechanical decision as the summary prints it: never a bare 'verified' beside a claim that
+    fails in the paper's setting (there the check passed only in the suite's setting)."""
+    status = record.get("status", "skipped")
+    if status == "verified" and record.get("standing") == FAILS:
+        return "passes off the paper's setting"
+    if status == "verified" and record.get("setting") not in (None, PAPER) and record.get("kind") != "lemma":
+        return "verified in its setting"
+    return status
+
+
+def setting_text(setting: str | None) -> str:
+    if setting is None:
+        return "—"
+    return f"the paper's ({PAPER_SETTING})" if setting == PAPER else setting
+
+
+def summary_rows(ledger: dict) -> list[dict]:
+    """One row per claim: id, kind, setting, standing, the ledger's decision and the one-line finding."""
+    rows = []
+    for c in ledger["claims"]:
+        get = c.get  # each ledger record carries its claim's declaration (a record without one reads "—")
+        standing = get("standing") or "—"
+        line = get("headline") or ""
+        if get("condition") and standing == CONDITIONAL:
+            line = f"condition: {get('condition')}. {line}".strip()
+        if c["id"] == "7.3":
+            from proofs_check.experiments.text_experiment import short_finding
+
+            text = short_finding()
+            line = f"{line}; {text}" if text else line
+        if c.get("standing_conflict"):
+            line = f"[{c['standing_conflict']}] {line}"
+        rows.append({"id": c["id"], "kind": get("kind") or "—", "setting": get("setting"), "standing": standing,
+                     "ledger": ledger_word({**c, "standing": standing, "setting": get("setting"), "kind": get("kind")}),
+                     "finding": line})
+    return rows
+
+
+def format_summary(ledger: dict) -> str:
+    """The plain-text summary ``fastslow check`` opens with: one line per claim, the finding in full."""
+    rows = summary_rows(ledger)
+    head = ("claim", "kind", "setting", "status", "ledger", "finding")
+    cells = [head] + [(r["id"], r["kind"], "paper's" if r["setting"] == PAPER else (r["setting"] or "—"),
+                       r["standing"], r["ledger"], r["finding"]) for r in rows]
+    cut = [tuple(_cut(x, 48) if i == 2 else x for i, x in enumerate(row)) for row in cells]
+    widths = [max(len(r[i]) for r in cut) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in cut]
+    lines.insert(1, "-" * (sum(widths) + 2 * 5 + len("finding")))
+    counts = {s: sum(r["standing"] == s for r in rows) for s in STANDINGS}
+    lines.append(f"paper's setting: {PAPER_SETTING}. " + "; ".join(f"{n} {s}" for s, n in counts.items() if n))
+    return "\n".join(lines)
+
+
+def summary_markdown(ledger: dict) -> str:
+    """The same summary as a markdown table (for the report's first screen and the README)."""
+    lines = ["| claim | kind | setting | status | ledger | finding |", "|---|---|---|---|---|---|"]
+    for r in summary_rows(ledger):
+        cells = [_md(r["id"]), _md(r["kind"]), _md(setting_text(r["setting"])), f"**{_md(r['standing'])}**",
+                 f"**{_md(r['ledger'])}**", _md(r["finding"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\nThe paper's setting: {PAPER_SETTING}. *ledger* is the mechanical decision " \
+        "(symbolic steps proved, numeric error within tolerance, negative control failing as predicted) " \
+        "in the setting named.\n"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
+def _md(text: str) -> str:
+    from proofs_check.report.markdown import md_escape
+
+    return md_escape(" ".join(str(text).split()))

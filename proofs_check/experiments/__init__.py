@@ -1,0 +1,1 @@
+"""Experiments: training runs and measurements on trained weights."""

@@ -1,0 +1,1 @@
+"""Mutation testing: hand-written theory and source mutants, mutmut code mutants, equivalence rules."""

@@ -1,0 +1,1 @@
+"""The report: its document, figures and ``fastslow reproduce``."""

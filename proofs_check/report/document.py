@@ -1,0 +1,372 @@
+"""The reproduction report: ``report.md`` and a self-contained ``report.html`` from the ledger.
+
+One section per claim (docs/theory.md §1–§7): statement, assumptions, reconstruction flag,
+the derivation (each generated function's SymPy expression), the symbolic steps, the
+numeric tables, the negative control, any finding, and the figures.
+
+``report.md`` is CommonMark with tables, footnotes and ``$$…$$`` maths.  ``report.html`` is
+that markdown rendered by markdown-it-py (tables, footnotes, fenced code, dollar maths);
+it needs no network: figures are embedded as base64 PNG, and each derivation is rendered
+as presentation MathML by SymPy's own printer from the expression itself (Chromium and
+Firefox draw MathML natively).  LaTeX that did not come from a derivation is drawn by
+matplotlib's mathtext as inline SVG.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib
+import io
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from proofs_check.report.markdown import md_escape
+
+MAX_LATEX = 1500  # longer derivations are shown by name only; the generated module holds them
+MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
+
+# MathML of every LaTeX string a derivation produced, so that the HTML renders the expression
+# itself rather than re-parsing its LaTeX
+_MATHML: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Derivation:
+    name: str  # qualified name of the generated function
+    latex: str
+    mathml: str
+
+
+@lru_cache(maxsize=None)
+def _family_functions(family: str) -> dict:
+    """A theory family's GenFunctions by name (SymPy work done once per report)."""
+    theory = importlib.import_module(f"theory.{family}")
+    return {fn.name: fn for fn in theory.generated_functions()}
+
+
+@lru_cache(maxsize=None)
+def _derivation(qualname: str) -> Derivation | None:
+    import sympy
+    from sympy.printing.mathml import mathml
+
+    module_name, _, fn_name = qualname.rpartition(".")
+    family = module_name.rsplit(".", 1)[-1]
+    try:
+        fns = _family_functions(family)
+    except (ImportError, AttributeError):
+        return None
+    if fn_name not in fns:
+        return None
+    expr = fns[fn_name].expr
+    tex = sympy.latex(expr)
+    if len(tex) > MAX_LATEX:
+        tex = r"\text{(expression too long to print; see the generated module)}"
+        ml = "<mtext>(expression too long to print; see the generated module)</mtext>"
+    else:
+        ml = mathml(expr, printer="presentation")
+    return Derivation(qualname, tex, ml)
+
+
+def derivations(generated: list[str]) -> list[Derivation]:
+    """The derivation of each generated function a claim lists, from its SymPy source."""
+    out = [d for d in map(_derivation, generated) if d is not None]
+    for d in out:
+        _MATHML[d.latex.strip()] = d.mathml
+    return out
+
+
+# ----------------------------------------------------------------------------- markdown text
+
+
+def fmt_value(value, _top: bool = True) -> str:
+    """One measured value as text: floats to 3 significant digits, lists elementwise, None as —."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        shown = ", ".join(fmt_value(v, False) for v in value[:8])
+        return "[" + shown + (", …" if len(value) > 8 else "") + "]"
+    if isinstance(value, dict):
+        inner = ", ".join(f"{k} = {fmt_value(v, False)}" for k, v in value.items())
+        return inner if _top else f"({inner})"
+    return str(value)
+
+
+def _table_groups(rows: list[dict]) -> list[tuple[list[str], list[dict]]]:
+    """Consecutive rows with the same columns form one table; a column empty in a group is dropped."""
+    groups: list[tuple[list[str], list[dict]]] = []
+    for row in rows:
+        keys = list(row)
+        if groups and groups[-1][0] == keys:
+            groups[-1][1].append(row)
+        else:
+            groups.append((keys, [row]))
+    out = []
+    for keys, group in groups:
+        kept = [k for k in keys if any(r.get(k) is not None for r in group)]
+        if kept:
+            out.append((kept, group))
+    return out
+
+
+def numeric_tables_md(rows: list[dict]) -> list[str]:
+    """Markdown tables of a check's measured rows, one table per shape of row."""
+    lines: list[str] = []
+    groups = _table_groups(rows)
+    for keys, group in groups:
+        lines += ["| " + " | ".join(md_escape(k) for k in keys) + " |", "|" + "---|" * len(keys)]
+        lines += ["| " + " | ".join(md_escape(fmt_value(r.get(k))) for k in keys) + " |" for r in group]
+        lines.append("")
+    if any(r.get(k) is None for keys, group in groups for r in group for k in keys):
+        lines += [f"{MISSING} marks a quantity that does not exist for that row "
+                  "(no saturation depth, a vacuous bound, a column another case does not have).", ""]
+    return lines
+
+
+def _control_word(status: str) -> str:
+    return status.replace("-", " ")
+
+
+def summary_md(ledger: dict) -> list[str]:
+    """The report's first screen: one line per claim with its kind, setting, status and finding
+    (``proofs_check.claims.standing``), before the mechanical ledger."""
+    from proofs_check.claims.standing import summary_markdown
+
+    return ["Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
+            "system, no stack enters; prediction: a quantitative statement about stacks that can fail on "
+            "some stack; experiment: depends on data), the *setting* it was checked in, and its *status*: "
+            "holds as stated, holds under a condition the paper does not state, fails in the paper's "
+            "setting, or reconstruction (the definition was rebuilt in docs/theory.md).", ""] + \
+        summary_markdown(ledger).splitlines()
+
+
+def ledger_table_md(ledger: dict) -> list[str]:
+    from proofs_check.claims.standing import ledger_word
+
+    lines = ["| claim | title | status | symbolic | numeric max error / tolerance | control |",
+             "|---|---|---|---|---|---|"]
+    for c in ledger["claims"]:
+        num = c.get("numeric")
+        num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e}" if num else MISSING
+        flag = " *(reconstruction)*" if c.get("reconstruction") else ""
+        ctl = c.get("control")
+        ctl_s = _control_word(ctl["status"]) if ctl else MISSING
+        lines.append(f"| [{c['id']}](#claim-{_slug_id(c['id'])}) | {md_escape(c['title'])}{flag} | "
+                     f"**{ledger_word(c)}** | {c['symbolic']['proved']}/{c['symbolic']['steps']} | {num_s} | {ctl_s} |")
+    return lines
+
+
+def _slug_id(cid: str) -> str:
+    return cid.replace(".", "-")
+
+
+def environment_line(ledger: dict) -> str:
+    env = ledger.get("environment", {})
+    opts = ledger.get("options", {})
+    parts = [f"Python {env.get('python', '?')}", f"torch {env.get('torch', '?')}",
+             f"SymPy {env.get('sympy', '?')}", f"NumPy {env.get('numpy', '?')}",
+             f"SciPy {env.get('scipy', '?')}", f"mpmath {env.get('mpmath', '?')}"]
+    device = env.get("device", "cpu") + (f" ({env['cuda']})" if env.get("cuda") else "")
+    sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"
+    return (f"Environment: {', '.join(parts)}; device {device}; platform {env.get('platform', '?')}. "
+            f"Run: profile `{opts.get('profile', 'ci')}`, {sizes}.")
+
+
+def timings_md(timings: dict[str, float]) -> list[str]:
+    lines = ["| step | seconds |", "|---|---|"]
+    lines += [f"| {md_escape(step)} | {sec:.1f} |" for step, sec in timings.items()]
+    lines.append(f"| total | {sum(timings.values()):.1f} |")
+    return lines
+
+
+def figure_md(name: str, title: str | None = None) -> list[str]:
+    caption = md_escape(title) if title else name
+    return [f"![{caption}](figures/{name}.png)", "", f"*Figure `{name}`: {caption}.*", ""]
+
+
+def _figure_titles() -> dict[str, str]:
+    from proofs_check.report.figures import load_figures
+
+    return {name: fig.title for name, fig in load_figures().items()}
+
+
+def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> list[str]:
+    from proofs_check.claims.standing import ledger_word, setting_text
+
+    recon = " *(reconstruction)*" if c.get("reconstruction") else ""
+    lines = ["", f"## Claim {c['id']}: {md_escape(c['title'])}", ""]
+    if c.get("standing"):
+        lines += [f"**Status: {md_escape(c['standing'])}** — {md_escape(c.get('kind') or '')}, checked in "
+                  f"{md_escape(setting_text(c.get('setting')))}; ledger: **{ledger_word(c)}**{recon}", ""]
+        if c.get("condition"):
+            lines += [f"*Condition the paper does not state:* {md_escape(c['condition'])}", ""]
+        if c.get("standing_conflict"):
+            lines += [f"*Standing corrected by the evidence:* {md_escape(c['standing_conflict'])}", ""]
+    else:
+        lines += [f"**Status: {c['status']}**{recon}", ""]
+    if c["status"] == "skipped":
+        return lines + [md_escape(c.get("detail", "")), ""]
+    lines += [f"**Statement.** {md_escape(c.get('statement', ''))}", ""]
+    if c.get("assumptions"):
+        lines += ["**Assumptions.**", ""] + [f"- {md_escape(a)}" for a in c["assumptions"]] + [""]
+    derivs = derivations(c.get("generated", []))
+    if derivs:
+        lines += ["**Derivation (generated from SymPy).**", ""]
+        for d in derivs:
+            lines += [f"`{d.name}`", "", "$$", d.latex, "$$", ""]
+    steps = c["symbolic"].get("list", [])
+    if steps:
+        lines += [f"**Symbolic steps** ({c['symbolic']['proved']}/{c['symbolic']['steps']} proved).", ""]
+        lines += [f"- {'proved' if s['proved'] else '**NOT proved**'} ({md_escape(s['method'])}): "
+                  f"{md_escape(s['name'])}" + (f" — {md_escape(s['detail'])}" if s.get("detail") else "")
+                  for s in steps]
+        lines.append("")
+    num = c.get("numeric")
+    if num:
+        lines += [f"**Numeric check.** {num['cases']} cases, max error {num['max_error']:.3e} against "
+                  f"tolerance {num['tolerance']:.3e}. {md_escape(num.get('detail', ''))}", ""]
+        lines += numeric_tables_md(num.get("table", []))
+    ctl = c.get("control")
+    if ctl:
+        lines += [f"**Negative control** — {_control_word(ctl['status'])}. {md_escape(ctl.get('detail', ''))}", ""]
+    if c.get("finding"):
+        lines += [f"> **Finding.** {md_escape(c['finding'])}", ""]
+    if c.get("notes"):
+        lines += [f"*Notes.* {md_escape(c['notes'])}", ""]
+    if c.get("detail"):
+        lines += [f"*Detail.* {md_escape(c['detail'])}", ""]
+    for fig in figures:
+        lines += figure_md(fig, titles.get(fig))
+    return lines
+
+
+def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
+                    figure_index: dict[str, list[str]], extra_sections: list[str] = ()) -> str:
+    """The whole report as markdown.  A figure already placed by an extra section (the claims ×
+    architectures figure under the matrix) is not repeated under its claim."""
+    extra = list(extra_sections)
+    placed = set(re.findall(r"\]\(figures/([\w-]+)\.png\)", "\n".join(extra)))
+    titles = _figure_titles()
+    lines = ["# fastslow reproduction report", "",
+             "Claims of *Attention is Just Another Name for Coupling? A Fast–Slow ODE Perspective on "
+             "Hierarchical Pretraining* (arXiv 2606.16730), checked symbolically (SymPy), at 50 digits "
+             "(mpmath), and numerically against random untied Transformer stacks, each beside a negative "
+             "control. The claims and their assumptions are stated in the repository's docs/theory.md; "
+             "definitions marked *(reconstruction)* are rebuilt there where the paper's could not be "
+             "recovered.", "", "## What each verdict means", ""]
+    lines += summary_md(ledger)
+    lines += ["", environment_line(ledger), "", "## Ledger", ""]
+    lines += ledger_table_md(ledger)
+    lines += ["", "## Timings", ""] + timings_md(timings)
+    lines += extra
+    for c in ledger["claims"]:
+        figs = [f for f in figure_index.get(c["id"], []) if f not in placed]
+        lines += claim_section_md(c, figs, titles)
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- HTML
+STATUS_CLASSES = {"verified": "holds", "holds": "holds", "conditional": "conditional", "failed": "fails",
+                  "fails": "fails", "skipped": "na", "n/a": "na",
+                  # proofs_check.claims.standing: the statuses and the ledger's words of the summary
+                  "holds as stated": "holds", "holds under a condition the paper does not state": "conditional",
+                  "fails in the paper's setting": "fails", "reconstruction": "conditional",
+                  "verified in its setting": "conditional", "passes off the paper's setting": "fails"}
+_STATUS_CELL = re.compile(r"^\*\*(" + "|".join(re.escape(k) for k in sorted(STATUS_CLASSES, key=len, reverse=True))
+                          + r")\*\*")
+
+STYLE = """
+body{font-family:system-ui,sans-serif;max-width:72em;margin:2em auto;line-height:1.5;padding:0 1em;color:#222}
+h1{font-size:1.9em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}
+td,th{border:1px solid #ccc;padding:.25em .6em;font-size:.92em;vertical-align:top}
+th{background:#f4f4f4}
+img{max-width:100%;border:1px solid #eee}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
+code{font-size:.92em}
+.math.block{overflow-x:auto;margin:.6em 0 1em 1em}
+math[display=block]{text-align:left}
+blockquote{border-left:4px solid #d98b00;margin:1em 0;padding:.3em 1em;background:#fff8ec}
+.holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}
+.footnotes{font-size:.88em}
+"""
+
+
+def _mathtext_svg(latex: str, display: bool) -> str:
+    """LaTeX drawn by matplotlib's mathtext as an inline SVG element."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.mathtext import math_to_image
+
+    buf = io.BytesIO()
+    math_to_image(f"${latex}$", buf, prop=FontProperties(size=13 if display else 11), format="svg")
+    svg = buf.getvalue().decode()
+    svg = svg[svg.index("<svg"):]
+    return svg.replace("<svg", f'<svg class="mathtext" role="img" aria-label="{html.escape(latex)}"', 1)
+
+
+def render_math(latex: str, display: bool) -> str:
+    """HTML for one formula: a derivation's MathML, else mathtext SVG."""
+    key = latex.strip()
+    mode = "block" if display else "inline"
+    if key in _MATHML:
+        return f'<math display="{mode}">{_MATHML[key]}</math>'
+    return _mathtext_svg(key, display)
+
+
+def _markdown_it(figures_dir: Path):
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.anchors import anchors_plugin
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    from mdit_py_plugins.footnote import footnote_plugin
+
+    md = (MarkdownIt("commonmark", {"html": False})
+          .enable("table")
+          .use(footnote_plugin)
+          .use(anchors_plugin, min_level=2, max_level=2, slug_func=_slug)
+          .use(dollarmath_plugin, allow_space=True, allow_digits=False, double_inline=True,
+               renderer=lambda content, opts: render_math(content, opts.get("display_mode", False))))
+
+    def cell_open(self, tokens, idx, options, env):
+        inline = tokens[idx + 1] if idx + 1 < len(tokens) else None
+        match = _STATUS_CELL.match(inline.content) if inline is not None and inline.type == "inline" else None
+        if match:
+            tokens[idx].attrSet("class", STATUS_CLASSES[match.group(1)])
+        return self.renderToken(tokens, idx, options, env)
+
+    def image(self, tokens, idx, options, env):
+        token = tokens[idx]
+        src = token.attrGet("src") or ""
+        alt = html.escape(self.renderInlineAsText(token.children or [], options, env))
+        path = figures_dir.parent / src
+        if src.startswith("figures/") and path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode()
+            return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+        return f'<span class="missing-figure">[figure {html.escape(src)} was not rendered]</span>'
+
+    md.add_render_rule("td_open", cell_open)
+    md.add_render_rule("th_open", cell_open)
+    md.add_render_rule("image", image)
+    return md
+
+
+def _slug(title: str) -> str:
+    """Heading ids: "Claim 2.1: …" → "claim-2-1"; other headings by their words."""
+    m = re.match(r"Claim (\d+)\.(\d+)", title)
+    if m:
+        return f"claim-{m.group(1)}-{m.group(2)}"
+    return re.sub(r"[^\w]+", "-", title.lower()).strip("-")
+
+
+def render_html(markdown_text: str, figures_dir: Path) -> str:
+    """``report.md`` as one self-contained HTML page (figures inlined, maths as MathML/SVG)."""
+    body = _markdown_it(Path(figures_dir)).render(markdown_text)
+    return ("<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            "<title>fastslow reproduction report</title>"
+            f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")

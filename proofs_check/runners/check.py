@@ -1,0 +1,270 @@
+"""``fastslow check``: run the claims' checks and assemble the ledger (table and JSON)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+
+from proofs_check.environment import environment
+from proofs_check.claims.registry import CLAIM_IDS, CLAIMS, load_checks
+from proofs_check.claims.evidence import CheckContext, decide
+from proofs_check.runners.ledger import run_claim
+
+
+def check_seed(profile: str, seed: int | None) -> int:
+    """The seed the checks draw their stacks from: ``seed`` when given, else 0 (``ci``,
+    ``thorough``: the same stacks every run) or a fresh one (``random``: new stacks each run)."""
+    if seed is not None:
+        return seed
+    if profile == "random":
+        import secrets
+
+        return secrets.randbelow(2**31)
+    return 0
+
+
+def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
+               quick: bool = True, progress: bool = True, cache_dir: str | None = None,
+               seed: int | None = None) -> dict:
+    """Run the selected claims (all of docs/theory.md by default) and return the ledger dict; the
+    checks draw their stacks from ``check_seed(profile, seed)``, recorded in the options."""
+    from proofs_check.progress import track
+
+    from proofs_check.validation import validate_check
+
+    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick, seed=seed)
+    load_checks()
+    ids = params.claim_ids or list(CLAIM_IDS)
+    seed = check_seed(profile, seed)
+    ctx = CheckContext(device=device, profile=profile, quick=quick, seed=seed, cache_dir=cache_dir)
+    claims = [with_standing(run_claim(cid, ctx))
+              for cid in track(ids, "check claims", unit="claim", label=_claim_label, enabled=progress)]
+    return {"claims": claims, "environment": environment(device),
+            "options": {"profile": profile, "quick": quick, "seed": seed,
+                        "reproduce": f"--profile {profile} --seed {seed}"}}
+
+
+def with_standing(record: dict) -> dict:
+    """The record with the standing its evidence supports (``proofs_check.claims.standing.reconcile``): the
+    declared one, or "fails in the paper's setting" when the check found that, with any conflict named."""
+    from proofs_check.claims.standing import reconcile
+
+    declared = record.get("standing")
+    if declared is None:
+        return record
+    standing, conflict = reconcile(declared, record.get("paper_setting") or "", record["status"])
+    record.update(declared_standing=declared, standing=standing)
+    if conflict:
+        record["standing_conflict"] = conflict
+    return record
+
+
+def _claim_label(cid: str) -> str:
+    from proofs_check.claims.registry import CLAIMS
+
+    spec = CLAIMS.get(cid)
+    return f"{cid} ({spec.title})" if spec is not None and getattr(spec, "title", None) else cid
+
+
+TITLE_WIDTH = 46
+
+
+def shorten(text: str, width: int = TITLE_WIDTH) -> str:
+    """``text`` cut at a word boundary to at most ``width`` characters, marked with an ellipsis."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1].rsplit(" ", 1)[0].rstrip(" ,;:—–-")
+    return cut + "…"
+
+
+def format_table(ledger: dict) -> str:
+    """Plain-text ledger, opening with what each verdict means (``proofs_check.claims.standing``: kind,
+    setting, status, one-line finding); then claim, symbolic, numeric error vs tolerance, control, the
+    mechanical decision; then the run's profile and sizes (the symbolic step count depends on them:
+    ``thorough`` and full sizes prove more)."""
+    from proofs_check.claims.standing import FAILS, format_summary, ledger_word
+
+    rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "ledger", "s")]
+    for c in ledger["claims"]:
+        sym = f"{c['symbolic']['proved']}/{c['symbolic']['steps']}"
+        num = c.get("numeric")
+        num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e} ({num['cases']})" if num else "-"
+        ctl = c["control"]["status"] if c.get("control") else "-"
+        flag = " (recon.)" if c.get("reconstruction") else ""
+        rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, ledger_word(c),
+                     f"{c.get('seconds', 0):.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines[:0] = [format_summary(ledger), ""]
+    counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
+    opts = ledger.get("options", {})
+    sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"
+    steps = sum(c["symbolic"]["steps"] for c in ledger["claims"])
+    proved = sum(c["symbolic"]["proved"] for c in ledger["claims"])
+    off = sum(c["status"] == "verified" and c.get("standing") == FAILS for c in ledger["claims"])
+    qualifier = f" ({off} of them only off the paper's setting, where it fails)" if off else ""
+    lines.append(f"\n{counts['verified']} verified{qualifier}, {counts['failed']} failed, {counts['skipped']} skipped; "
+                 f"profile {opts.get('profile', 'ci')}, {sizes}: {proved}/{steps} symbolic steps proved "
+                 "(the step count depends on the profile and sizes)")
+    if "seed" in opts:
+        lines.append(f"stacks drawn from seed {opts['seed']} (reproduce with {opts['reproduce']})")
+    for c in ledger["claims"]:
+        if c["status"] == "failed":
+            lines.append(f"  {c['id']} failed: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")
+        if c.get("finding"):
+            lines.append(f"  {c['id']} finding: {c['finding']}")
+    return "\n".join(lines)
+
+
+def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, device: str = "cpu",
+                     profile: str = "ci", quick: bool = True, progress: bool = True) -> dict:
+    """``fastslow check --stack CKPT``: every claim registered with ``@on_stack`` on the trained
+    stack of checkpoint ``CKPT`` (its manifest's spec, weights loaded, in float64).
+
+    Claims that state nothing about a stack, and claims without an on-stack form, are listed
+    with their reason and not run.  The ledger records that the stack was trained: the
+    checkpoint, its manifest's config, corpus hash, step and final validation loss.
+    """
+    from tqdm import tqdm
+
+    from numerics import checkpoint as ckpt
+    from numerics.spec import StackSpec
+    from proofs_check.claims import on_stack
+    manifest = ckpt.read_manifest(checkpoint)
+    if "spec" not in manifest:
+        raise ckpt.CheckpointError(f"checkpoint {checkpoint}: the manifest has no 'spec' (not a fastslow train "
+                                   "checkpoint)")
+    ckpt.load(checkpoint)  # hash and format checked before any work
+    spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64", "device": device,
+                                "checkpoint": str(checkpoint)})
+    load_checks()
+    ids = claim_ids or list(CLAIM_IDS)
+    ctx = CheckContext(device=device, profile=profile, quick=quick)
+    claims = []
+    bar = tqdm(ids, desc="claims on the trained stack", unit="claim", disable=not progress or not sys.stderr.isatty())
+    for cid in bar:
+        title = CLAIMS[cid].title if cid in CLAIMS else "(not implemented)"
+        if cid not in on_stack.ON_STACK:
+            reason = on_stack.ARCH_FREE.get(cid, "no on-stack form of this claim is registered")
+            claims.append({"id": cid, "title": title, "status": "n/a", "reason": reason, "verdict": None})
+            continue
+        bar.set_postfix_str(cid)
+        verdict = evaluate_trained(cid, spec, ctx)
+        claims.append({"id": cid, "title": title, "status": verdict.status, "reason": verdict.reason,
+                       "verdict": verdict.as_dict(), "seconds": verdict.seconds})
+        if progress and not sys.stderr.isatty():
+            print(f"  {cid} on the trained stack: {verdict.status} ({verdict.seconds:.1f} s)", file=sys.stderr,
+                  flush=True)
+    curves = manifest["curves"]
+    stack = {"trained": True, "checkpoint": str(checkpoint), "config": manifest["config"],
+             "spec": spec.as_dict(), "step": manifest["step"], "corpus": manifest.get("corpus"),
+             "final_validation_loss": curves["eval_loss"][-1] if curves.get("eval_loss") else None,
+             "gates": [g[-1] for g in curves.get("gates", [])], "git": manifest.get("git")}
+    return {"claims": claims, "stack": stack, "environment": environment(device),
+            "options": {"profile": profile, "quick": quick, "stack": str(checkpoint)}}
+
+
+def evaluate_trained(claim_id: str, spec, ctx):
+    """``on_stack.evaluate`` on a trained spec.  An evaluation that needs stacks of another shape
+    than the checkpoint's (it varies the depth, the weight path, ...) cannot run on trained
+    weights: its verdict is n/a, with the refusal as the reason, not a failure of the claim.
+
+    A claim stated at the token-homogeneous reference (``on_stack.HOMOGENEOUS_REFERENCE``) is
+    n/a, not run, when the trained gates move the trajectory from 1x̄ᵀ off the homogeneous set
+    (``on_stack.reference_spread`` above its rounding tolerance): the theorem's condition does not
+    hold on these weights.  The reason names the measured spread and the gates.
+
+    Above :data:`DENSE_FEATURES` a claim with a scale form is evaluated by it (:func:`matrix_free_verdict`)."""
+    from numerics.stack import random_xbar
+    from proofs_check.claims import on_stack
+    from proofs_check.runners import scale
+    if claim_id in on_stack.HOMOGENEOUS_REFERENCE:
+        start = time.perf_counter()
+        ref = on_stack.reference_spread(spec.build(), random_xbar(spec.d, spec.seed))
+        if not ref["holds"]:
+            gates = ", ".join(f"{g:+.4f}" for g in ref["gates"])
+            reason = (f"spread {ref['spread']:.1e} > {ref['tolerance']:.1e} off 1x̄ᵀ: the trained gates g = ({gates}) "
+                      f"move the reference off the token-homogeneous set (max_ℓ ‖X_ℓ − 1·mean_t X_ℓ‖/‖X_ℓ‖ from "
+                      f"X_0 = 1x̄ᵀ, at layer {ref['layer']}; tolerance: float64 rounding at g = 0), and the claim is "
+                      "stated at the gate-0 homogeneous reference")
+            return on_stack.Verdict(claim_id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict(),
+                                    seconds=time.perf_counter() - start)
+    if spec.T * spec.d > DENSE_FEATURES and claim_id in scale.SCALE_FORMS:
+        return matrix_free_verdict(claim_id, spec)
+    verdict = on_stack.evaluate(claim_id, spec, ctx)
+    verdict.measured.setdefault("form", "dense")
+    if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
+        verdict.status = "n/a"
+        verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
+                          + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
+    return verdict
+
+
+#: Above this many features T·d a trained stack's claims run in their matrix-free scale forms
+#: (``proofs_check.runners.scale``): the dense forms build (Td)² state Jacobians and parameter Jacobians
+#: (at T·d = 256 all of them take ~30 s on one core; 4.1's grows as parameters × T·d).
+DENSE_FEATURES = 256
+
+
+@functools.lru_cache(maxsize=1)
+def _scale_run(spec):
+    """One ``ScaleRun`` per trained spec: its reference and derivatives are shared by the claims."""
+    from proofs_check.runners.scale import ScaleRun
+
+    return ScaleRun("checkpoint", dtype=spec.dtype, device=spec.device, seed=spec.seed, source=spec)
+
+
+def matrix_free_verdict(claim_id: str, spec):
+    """A claim on a trained stack above :data:`DENSE_FEATURES`, by its scale form (``proofs_check.runners.scale``:
+    jvp probes of the checkpoint's stack against the matrix-free predictions, with the form's control).
+    n/a when the form builds stacks the checkpoint does not hold (other depths, kernels, a slow path)."""
+    from numerics.checkpoint import CheckpointError
+    from proofs_check.claims import on_stack
+    from proofs_check.runners import scale
+    start = time.perf_counter()
+    try:
+        result = scale.SCALE_FORMS[claim_id](_scale_run(spec))
+    except CheckpointError as exc:
+        return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
+                                f"{spec.T * spec.d} > {DENSE_FEATURES})",
+                                spec=spec.as_dict(), seconds=time.perf_counter() - start)
+    except Exception as exc:  # a crashing form is a failure of the claim on this stack, as in on_stack.evaluate
+        import traceback
+
+        return on_stack.Verdict(claim_id, "fails", reason=f"matrix-free form raised {type(exc).__name__}: {exc}",
+                                measured={"form": "matrix-free", "traceback": traceback.format_exc(limit=4)},
+                                spec=spec.as_dict(), counterexample={"spec": spec.as_dict()},
+                                seconds=time.perf_counter() - start)
+    status = "holds" if decide(result) == "verified" else "fails"
+    measured = {"form": "matrix-free", "numeric": result.numeric.detail,
+                "control": {"status": result.control.status, "detail": result.control.detail}}
+    return on_stack.Verdict(claim_id, status, measured=measured, error=result.numeric.max_error,
+                            tolerance=result.numeric.tolerance, spec=spec.as_dict(),
+                            reason=None if status == "holds" else "matrix-free form: " + (
+                                result.control.detail if result.numeric.ok else result.numeric.detail),
+                            counterexample=None if status == "holds" else {"spec": spec.as_dict()},
+                            seconds=time.perf_counter() - start)
+
+
+def format_stack_table(ledger: dict) -> str:
+    """Plain-text table of ``run_stack_checks``: claim, status, error / tolerance, reason."""
+    s = ledger["stack"]
+    loss = s["final_validation_loss"]
+    lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
+             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, "
+             + ("no validation loss recorded" if loss is None else f"validation loss {loss:.3f} nats/byte")]
+    rows = [("claim", "title", "status", "form", "error / tol", "reason or condition")]
+    for c in ledger["claims"]:
+        v = c.get("verdict") or {}
+        err = (f"{v['error']:.2e} / {v['tolerance']:.1e}" if v.get("error") is not None and v.get("tolerance")
+               else "-")
+        why = (c.get("reason") or v.get("condition") or "")
+        form = (v.get("measured") or {}).get("form", "-")
+        rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:100]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    table.insert(1, "  ".join("-" * w for w in widths))
+    counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in ("holds", "conditional", "fails", "n/a")}
+    return "\n".join(lines + table + ["", ", ".join(f"{v} {k}" for k, v in counts.items())])

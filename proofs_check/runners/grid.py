@@ -1,0 +1,206 @@
+"""The claims × architectures matrix: every claim on every variant, and its formatting.
+
+Each cell is one of **holds** (measured within its tolerance, with its control failing),
+**conditional** (holds under the named condition; the case without it is the evidence),
+**fails** (a counterexample shrunk by Hypothesis ``find``: the parameters and seed that
+reproduce it) or **n/a** (with the reason).  The ``preln`` column is the ledger
+(``proofs_check.runners.ledger.run_claim``); every other cell is the claim's own evaluation
+(``proofs_check.claims.on_stack``, registered in the claim's family module) on the variants of
+``numerics.architectures`` at small sizes (T = 4..6, d = 4, float64).  This module holds
+only the grid and its formatting.
+
+Sizes are tiny on purpose: every statement checked here is structural (exact identities
+up to rounding, or fitted slopes), so T = 4..6 and d = 4 decide it; tolerances are stated
+beside each test (float64 rounding × the size of the quantity).
+"""
+
+from __future__ import annotations
+
+
+import torch
+
+from proofs_check.claims.registry import CLAIM_IDS
+from proofs_check.claims.evidence import CheckContext
+
+STATUSES = ("holds", "conditional", "fails", "n/a")
+
+
+def _cell(claim, arch, status, condition=None, evidence=None, counterexample=None):
+    assert status in STATUSES, status
+    return {"claim": claim, "arch": arch, "status": status, "condition": condition,
+            "evidence": evidence or {}, "counterexample": counterexample}
+
+
+def evaluate(claim: str, arch: str, ctx: CheckContext) -> dict:
+    """One cell: the claim's own evaluation on ``arch``'s stacks (``proofs_check.claims.on_stack``)."""
+    from proofs_check.claims import on_stack as O
+    if claim in O.ARCH_FREE:
+        return _cell(claim, arch, "n/a", O.ARCH_FREE[claim])
+    v = O.evaluate_arch(claim, arch, ctx)
+    evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2))
+    return _cell(claim, arch, v.status, v.condition or v.reason, evidence, v.counterexample)
+
+
+def preln_cell(entry: dict) -> dict:
+    """A ledger entry as a matrix cell: verified → holds (conditional with a finding)."""
+    cid = entry["id"]
+    ev = {"ledger_status": entry["status"], "numeric": entry.get("numeric") and
+          {k: entry["numeric"][k] for k in ("cases", "max_error", "tolerance")},
+          "control": entry.get("control") and entry["control"]["status"]}
+    if entry["status"] == "skipped":
+        return _cell(cid, "preln", "n/a", "family not implemented", ev)
+    if entry["status"] == "verified":
+        if entry.get("finding"):
+            return _cell(cid, "preln", "conditional", entry["finding"], ev)
+        return _cell(cid, "preln", "holds", None, ev)
+    return _cell(cid, "preln", "fails", entry.get("finding") or entry.get("detail"), ev,
+                 {"reproduce": f"fastslow check --claim {cid}", "seed": 0})
+
+
+def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims: list[str] | None = None,
+               ledger: dict | None = None, device: str = "cpu", progress: bool = False,
+               trained: bool | None = None, cache_dir: str | None = None) -> dict:
+    """The grid: every claim × every variant (or the selection); preln from the ledger.
+
+    The ``trained`` column (by default when no variant is selected, or when ``only_arch``
+    names it) is each on-stack claim on the small pre-LN stack trained on text
+    (``proofs_check.experiments.train.default_checkpoint``, trained on first use and cached).
+    """
+    from numerics.architectures import ARCHS, check_arch
+
+    if trained is None:
+        trained = only_arch is None or "trained" in only_arch
+    selected = [a for a in (only_arch or []) if a != "trained"]
+    archs = [check_arch(a) for a in selected] if selected else ([] if only_arch else list(ARCHS))
+    ids = claims or list(CLAIM_IDS)
+    unknown = [c for c in ids if c not in CLAIM_IDS]
+    if unknown:
+        raise ValueError(f"claims {unknown} are not claims of docs/theory.md")
+    ctx = CheckContext(device=device, quick=quick)
+    cells = []
+    from proofs_check.claims.registry import load_checks
+
+    load_checks()
+    if "preln" in archs:
+        if ledger is None:
+            from proofs_check.runners.ledger import run_claim
+
+            entries = {c: run_claim(c, ctx) for c in ids}
+        else:
+            entries = {e["id"]: e for e in ledger["claims"]}
+        cells += [preln_cell(entries[c]) if c in entries else
+                  _cell(c, "preln", "n/a", "not in the supplied ledger") for c in ids]
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    for arch in archs:
+        if arch == "preln":
+            continue
+        for c in ids:
+            if progress:
+                print(f"  {c} × {arch}", flush=True)
+            cells.append(evaluate(c, arch, ctx))
+    if trained:
+        cells += trained_cells(ids, ctx, cache_dir, progress)
+        archs = [*archs, "trained"]
+    return {"cells": cells, "options": {"quick": quick, "archs": archs, "claims": ids}}
+
+
+def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, progress: bool) -> list[dict]:
+    """The ``trained`` column: each claim's on-stack evaluation on the default trained stack."""
+    from numerics import checkpoint as ckpt
+    from numerics.spec import StackSpec
+    from numerics.training import default_cache_dir
+    from proofs_check.claims import on_stack as O
+    from proofs_check.runners.check import evaluate_trained
+    from proofs_check.experiments.train import default_checkpoint
+
+    path = default_checkpoint(cache_dir or default_cache_dir(), progress=progress)
+    manifest = ckpt.read_manifest(path)
+    spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64", "checkpoint": str(path)})
+    trained = {"checkpoint": str(path), "step": manifest["step"], "corpus_sha256": manifest["corpus"]["sha256"],
+               "validation_loss": manifest["curves"]["eval_loss"][-1]}
+    cells = []
+    for c in ids:
+        if progress:
+            print(f"  {c} × trained", flush=True)
+        if c in O.ARCH_FREE:
+            cells.append(_cell(c, "trained", "n/a", O.ARCH_FREE[c]))
+        elif c not in O.ON_STACK:
+            cells.append(_cell(c, "trained", "n/a", "no on-stack form: the claim is not a statement about one "
+                                                    "given stack"))
+        else:
+            v = evaluate_trained(c, spec, ctx)
+            evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2),
+                            trained=trained)
+            cells.append(_cell(c, "trained", v.status, v.condition or v.reason, evidence, v.counterexample))
+    return cells
+
+
+# ----------------------------------------------------------------------------- output
+SYMBOL = {"holds": "holds", "conditional": "cond.", "fails": "FAILS", "n/a": "n/a"}
+
+
+def format_table(matrix: dict) -> str:
+    archs = matrix["options"]["archs"]
+    ids = matrix["options"]["claims"]
+    by = {(c["claim"], c["arch"]): c for c in matrix["cells"]}
+    rows = [["claim"] + archs] + [[cid] + [SYMBOL[by[(cid, a)]["status"]] if (cid, a) in by else "-"
+                                           for a in archs] for cid in ids]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    counts = {s: sum(c["status"] == s for c in matrix["cells"]) for s in STATUSES}
+    lines.append("\n" + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    return "\n".join(lines)
+
+
+def matrix_section(matrix_json: dict, figures: list[str] = ()) -> list[str]:
+    """Markdown lines for report.md: the table (bold status per cell, a footnote per cell giving
+    its condition or reason, counterexample and evidence) and the matrix's figures."""
+    from proofs_check.report.markdown import md_escape
+    from proofs_check.report.document import figure_md
+
+    archs = matrix_json["options"]["archs"]
+    ids = matrix_json["options"]["claims"]
+    by = {(c["claim"], c["arch"]): c for c in matrix_json["cells"]}
+    sizes = "quick (CI) sizes" if matrix_json["options"].get("quick", True) else "full sizes"
+    lines = ["## Claims × architectures", "",
+             f"Every claim on every variant at {sizes}. Each cell: **holds** (within tolerance, control "
+             "fails), **conditional** (holds under the named condition), **fails** (shrunk "
+             "counterexample), **n/a** (reason). The footnote of a cell gives the condition, "
+             "counterexample and evidence.", "",
+             "| claim | " + " | ".join(archs) + " |", "|---" * (len(archs) + 1) + "|"]
+    notes = []
+    for cid in ids:
+        row = []
+        for a in archs:
+            c = by.get((cid, a))
+            if c is None:
+                row.append("–")
+                continue
+            key = f"{cid}-{a}".replace(".", "_").replace("/", "")
+            row.append(f"**{c['status']}** [^{key}]")
+            parts = []
+            if c.get("condition"):
+                parts.append(("condition: " if c["status"] != "n/a" else "reason: ") + md_escape(c["condition"]))
+            if c.get("counterexample"):
+                parts.append("counterexample: " + md_escape(_short(c["counterexample"])))
+            ev = {k: v for k, v in (c.get("evidence") or {}).items() if k != "traceback"}
+            if ev:
+                parts.append("evidence: " + md_escape(_short(ev)))
+            notes.append(f"[^{key}]: {cid} × {a}: " + ("; ".join(parts) or "—"))
+        lines.append(f"| {cid} | " + " | ".join(row) + " |")
+    lines += [""]
+    from proofs_check.report.figures import load_figures
+
+    titles = {n: f.title for n, f in load_figures().items()}
+    for name in figures:
+        lines += figure_md(name, titles.get(name))
+    return lines + notes + [""]
+
+
+def _short(obj, limit=400) -> str:
+    """Evidence as readable text: ``key = value`` pairs, floats to 3 digits, long lists cut."""
+    from proofs_check.report.document import fmt_value
+
+    text = fmt_value(obj)
+    return text if len(text) <= limit else text[:limit] + "…"
