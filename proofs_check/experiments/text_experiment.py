@@ -40,7 +40,7 @@ SEEDS = (0, 1, 2)
 TEXT_73 = TextConfig(arch="hierarchical")
 OPEN_FRACTION = 0.1
 #: Where ``reproduce`` finds the recorded run (too long for it: about 20 CPU-minutes).
-RECORDED = Path(__file__).resolve().parent.parent / "docs" / "trained" / "text-7.3.json"
+RECORDED = Path(__file__).resolve().parents[2] / "docs" / "trained" / "text-7.3.json"
 #: The 3-seed run the power analysis (:data:`POWER_ANALYSIS`) was computed from.
 PILOT = RECORDED.with_name("text-7.3-pilot.json")
 #: The modules the runs execute (their imports followed): the key of a run's folder and of the record.

@@ -104,7 +104,7 @@ def git_hash() -> str | None:
     """This checkout's commit, or None where there is no git or no repository."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parents[1])
+                             cwd=Path(__file__).resolve().parents[2])
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None

@@ -33,7 +33,7 @@ from pathlib import Path
 from proofs_check.claims.registry import CLAIM_IDS
 from proofs_check.mutation.hand_written_theory import run_limited, run_pool, text_table, timed_out
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
 
 

@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: The mutated files and the fast test subset of `fastslow mutate`.
 DEFAULT_PATHS = ("numerics/stack.py", "numerics/kernels.py", "numerics/generated/*.py")

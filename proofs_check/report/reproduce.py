@@ -144,7 +144,7 @@ def recorded_scale_runs() -> list[dict]:
     for ``reproduce``, shown with their own environment and date, never as this run's verdict."""
     import json
 
-    folder = Path(__file__).resolve().parent.parent / "docs" / "scale"
+    folder = Path(__file__).resolve().parents[2] / "docs" / "scale"
     return [dict(json.loads(p.read_text()), recorded=p.name) for p in sorted(folder.glob("*.json"))]
 
 
@@ -177,7 +177,7 @@ def scale_section(runs: list[dict]) -> list[str]:
 
 def sweep_section(figures_dir: Path) -> list[str]:
     """The shipped sweeps' phase diagrams (``fastslow sweep NAME``), copied next to the report's figures."""
-    source = Path(__file__).resolve().parent.parent / "docs" / "figures" / "sweeps"
+    source = Path(__file__).resolve().parents[2] / "docs" / "figures" / "sweeps"
     images = sorted(source.glob("*.png"))
     if not images:
         return []

@@ -12,7 +12,7 @@ from proofs_check.report.figures import figure, save
 #: recorded scale ledgers (docs/scale/*.json, out/scale*.json), which take tens of minutes to rerun
 FLOOR = 1e-8  # where an error of exactly 0 (an excess clipped at 0) is drawn
 LIVE_SIZES = [(8, 8, 2, 2), (32, 32, 3, 4)]
-RECORDED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+RECORDED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                         "docs", "scale")
 
 
