@@ -152,7 +152,7 @@ def test_resume_after_sigint_has_no_duplicates(client, tmp_path):
     path.write_text(_toml(data))
     address = client.scheduler.address
     # the command validates the claim id here; the workers (with the plugin) evaluate it
-    code = (f"import sys; from proofs_check import on_stack; on_stack.on_stack({CLAIM!r}, specs=list)(print); "
+    code = (f"import sys; from proofs_check.claims import on_stack; on_stack.on_stack({CLAIM!r}, specs=list)(print); "
             "from proofs_check.cli import main; sys.exit(main(sys.argv[1:]))")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--scheduler", address,
