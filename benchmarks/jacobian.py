@@ -3,7 +3,7 @@
 The compared object is the same on both sides: the (Td)×(Td) matrix
 J = ∂ vec(X_L) / ∂ vec(X_0) (row-major vec) at X_0 = 1x̄ᵀ, float64.
 
-* **dense**: ``torch.func.jacrev`` of the stack (the best of a few chunk sizes), i.e. Td
+* **dense**: ``numerics.jacobians.stack_jacobian`` (``torch.func.jacrev``) of the stack (the best of a few chunk sizes), i.e. Td
   vector-Jacobian products through all L layers.
 * **factorised** (Claim 2.3, no eigenvectors): ``numerics.factorisation.polynomial_coefficients``
   (the reference trajectory x̄_ℓ token-wise, each layer's affine mode map G_ℓ(λ) from the
@@ -26,6 +26,8 @@ import torch
 
 from benchmarks.timing import median_time, time_once
 from numerics import random_stack
+from numerics.jacobians import stack_jacobian
+from numerics.matrix_free import reference_state
 
 HEADLINE = {"T": 32, "d": 64, "layers": 12, "heads": 4, "kernel": "causal", "dtype": "float64"}
 RELATIVE_TOLERANCE = 1e-10  # float64 rounding × the depth/width of the products (observed ~1e-15)
@@ -43,14 +45,6 @@ def benchmark_stack(T: int, d: int, layers: int, heads: int, device: str, seed: 
     gen = torch.Generator().manual_seed(seed + 1)
     xbar = torch.randn(d, generator=gen, dtype=torch.float64).to(device)
     return stack, xbar
-
-
-# ---- dense ---------------------------------------------------------------------------------
-def dense_jacobian(stack, xbar: torch.Tensor, chunk_size: int | None) -> torch.Tensor:
-    """∂ vec(stack(X)) / ∂ vec(X) at X = 1x̄ᵀ by ``torch.func.jacrev``, shape (Td, Td)."""
-    T, d = stack.config.T, stack.config.d
-    X = xbar.expand(T, d).contiguous()
-    return torch.func.jacrev(stack, chunk_size=chunk_size)(X).reshape(T * d, T * d)
 
 
 # ---- factorised ----------------------------------------------------------------------------
@@ -100,12 +94,12 @@ def _best_dense(stack, xbar, device, chunks, repeats) -> tuple[dict, int, torch.
     """Time every chunk size once, then the best one until it has ``repeats`` runs (median)."""
     by_chunk, best, J = {}, None, None
     for chunk in chunks:
-        seconds, out = time_once(lambda: dense_jacobian(stack, xbar, chunk), device)
+        seconds, out = time_once(lambda: stack_jacobian(stack, reference_state(stack, xbar), chunk), device)
         by_chunk[chunk] = [seconds]
         if best is None or seconds < by_chunk[best][0]:
             best, J = chunk, out
     for _ in range(repeats - 1):
-        seconds, J = time_once(lambda: dense_jacobian(stack, xbar, best), device)
+        seconds, J = time_once(lambda: stack_jacobian(stack, reference_state(stack, xbar), best), device)
         by_chunk[best].append(seconds)
     runs = by_chunk[best]
     return ({"median": statistics.median(runs), "runs": runs,
@@ -115,7 +109,7 @@ def _best_dense(stack, xbar, device, chunks, repeats) -> tuple[dict, int, torch.
 def _warm_up(device: str) -> None:
     """One tiny run of both paths so that first-call costs (vmap, allocator) are not timed."""
     stack, xbar = benchmark_stack(4, 8, 2, 2, device)
-    dense_jacobian(stack, xbar, 8)
+    stack_jacobian(stack, reference_state(stack, xbar), 8)
     factorised_jacobian(stack, xbar)
 
 
@@ -206,7 +200,7 @@ def memory_case(kind: str, T: int, d: int, layers: int, heads: int, chunk_size: 
         raise ValueError(f"kind={kind!r} must be 'dense' or 'factorised'")
     stack, xbar = benchmark_stack(T, d, layers, heads, device)
     if kind == "dense":
-        return lambda: dense_jacobian(stack, xbar, chunk_size)
+        return lambda: stack_jacobian(stack, reference_state(stack, xbar), chunk_size)
     return lambda: factorised_jacobian(stack, xbar)
 
 

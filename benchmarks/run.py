@@ -19,6 +19,8 @@ import traceback
 import torch
 from tqdm import tqdm
 
+from proofs_check.tables import text_table
+
 
 def machine(device: str) -> dict:
     """What the numbers were measured on."""
@@ -110,11 +112,10 @@ def format_table(results: dict) -> str:
                      f"{c['heads']} heads, float64): speedup {j['speedup']:.0f}x  "
                      f"(dense {j['dense_seconds']:.2f} s, factorised {j['factorised_seconds']*1e3:.1f} ms, "
                      f"rel. error {j['relative_error']:.1e})")
-        lines.append(f"  {'T':>5} {'dense s':>10} {'factorised s':>13} {'speedup':>9}  compared")
-        for p in j["curve"]:
-            lines.append(f"  {p['T']:>5} {_f(p.get('dense_seconds'), '10.3f'):>10} "
-                         f"{_f(p.get('factorised_seconds'), '13.4f'):>13} {_f(p.get('speedup'), '9.0f'):>9}  "
-                         f"{p.get('missing') or 'assembled J'}")
+        rows = [("T", "dense s", "factorised s", "speedup", "compared")]
+        rows += [(p["T"], _f(p.get("dense_seconds"), ".3f"), _f(p.get("factorised_seconds"), ".4f"),
+                  _f(p.get("speedup"), ".0f"), p.get("missing") or "assembled J") for p in j["curve"]]
+        lines += ["  " + line for line in text_table(rows, align=">>>><")]
     g = results.get("generated_vs_handwritten", {})
     if "ratio" in g:
         lines.append(f"\ngenerated vs hand-written G_layer (batch {g['config']['batch']}, d={g['config']['d']}): "

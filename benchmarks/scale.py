@@ -31,7 +31,8 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics import random_stack
-from numerics.jacobians import loglog_slope
+from numerics.fitting import loglog_fit
+from proofs_check.tables import text_table
 
 WIDTH = {"d": 768, "layers": 12, "heads": 12}
 FULL_T = (256, 1024, 4096)
@@ -91,9 +92,9 @@ def run_jv(quick: bool, device: str) -> dict:
     return {"config": {"T": list(Ts), "d": cfg["d"], "layers": cfg["layers"], "heads": cfg["heads"],
                        "dtype": "float64", "kernel": "causal"},
             "rows": rows,
-            "growth_jvp": loglog_slope(Ts, [r["jvp_seconds"] for r in rows]),
-            "growth_factorised_apply": loglog_slope(Ts, [r["factorised_apply_seconds"] for r in rows]),
-            "growth_factorised_total": loglog_slope(Ts, [r["factorised_seconds"] for r in rows])}
+            "growth_jvp": loglog_fit(Ts, [r["jvp_seconds"] for r in rows]).slope,
+            "growth_factorised_apply": loglog_fit(Ts, [r["factorised_apply_seconds"] for r in rows]).slope,
+            "growth_factorised_total": loglog_fit(Ts, [r["factorised_seconds"] for r in rows]).slope}
 
 
 def run_claims(quick: bool, device: str) -> dict:
@@ -135,12 +136,13 @@ def format_lines(result: dict) -> list[str]:
         c = jv["config"]
         lines.append(f"\nfactorised J·V vs torch.func.jvp (d={c['d']}, L={c['layers']}, {c['heads']} heads, float64, "
                      f"one probe at 1x̄ᵀ):")
-        lines.append(f"  {'T':>5} {'jvp s':>9} {'build s':>8} {'apply s':>8} {'jvp/total':>9} {'jvp/apply':>9}  rel. err")
-        for r in jv["rows"]:
-            err = "n/a (jvp = 1 layer × L)" if r["jvp_extrapolated"] else f"{r['relative_error']:.1e}"
-            lines.append(f"  {r['T']:>5} {r['jvp_seconds']:>9.2f} {r['factorised_build_seconds']:>8.2f} "
-                         f"{r['factorised_apply_seconds']:>8.3f} {r['ratio_jvp_over_factorised']:>9.1f} "
-                         f"{r['ratio_jvp_over_apply']:>9.0f}  {err}")
+        rows = [("T", "jvp s", "build s", "apply s", "jvp/total", "jvp/apply", "rel. err")]
+        rows += [(r["T"], f"{r['jvp_seconds']:.2f}", f"{r['factorised_build_seconds']:.2f}",
+                  f"{r['factorised_apply_seconds']:.3f}", f"{r['ratio_jvp_over_factorised']:.1f}",
+                  f"{r['ratio_jvp_over_apply']:.0f}",
+                  "n/a (jvp = 1 layer × L)" if r["jvp_extrapolated"] else f"{r['relative_error']:.1e}")
+                 for r in jv["rows"]]
+        lines += ["  " + line for line in text_table(rows, align=">>>>>><")]
         lines.append(f"  growth with T (log-log slope): jvp {jv['growth_jvp']:.2f}, factorised apply "
                      f"{jv['growth_factorised_apply']:.2f}, factorised total {jv['growth_factorised_total']:.2f}; "
                      f"dense jacrev: {jv['rows'][0]['dense_jacrev']} at the smallest T")

@@ -28,6 +28,7 @@ OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
 from numerics import random_stack  # noqa: E402
 from numerics import coarse_graining as cg  # noqa: E402
 from numerics import visibility as nv  # noqa: E402
+from numerics.fitting import loglog_fit  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
 from proofs_check.claims.evidence import CheckContext# noqa: E402
 from theory import coarse_graining as thc  # noqa: E402
@@ -102,7 +103,7 @@ st = random_stack(8, 4, 3, 2, "full", P=4, seed=0, value_scale=1.0)
 print(nv.visibility(st, xbar[:4]))
 deltas = torch.logspace(-4, -2, 7, dtype=torch.float64)
 for label, p in (("decaying", nv.decaying_offset(st, 7)), ("mean-carrying", nv.mean_carrying_offset(st, 7))):
-    print(f"{label}: slope {nv.fit_slope(deltas, nv.persistent_response(st, xbar[:4], p, deltas)):.3f}")
+    print(f"{label}: slope {loglog_fit(deltas, nv.persistent_response(st, xbar[:4], p, deltas)).slope:.3f}")
 
 # %% [markdown]
 # ## 4.2 The gate is visible — when the persistent component sees a block ≥ 1

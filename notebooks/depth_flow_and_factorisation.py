@@ -26,6 +26,7 @@ import torch
 
 from numerics import depth_flow as nd
 from numerics import factorisation as nf
+from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
 from numerics import random_stack
 from proofs_check.claims import factorisation as chk
@@ -44,7 +45,7 @@ out_dir = Path(os.environ.get("FASTSLOW_NOTEBOOK_OUT", "notebook_figures"))
 # %%
 depths = [8, 16, 32] if SMOKE else [8, 16, 32, 64, 128]
 errs = nd.smooth_stacks_errors(6, 8, depths, rtol=1e-10)
-print("errors", [f"{e:.3g}" for e in errs], "slope", round(nd.fitted_slope(depths[1:], errs[1:]), 3))
+print("errors", [f"{e:.3g}" for e in errs], "slope", round(-loglog_fit(depths[1:], errs[1:]).slope, 3))
 consts, C = nd.scalar_error_constants(0.5, 1.0, 1.0, [512, 1024])
 print("scalar test system: derived C =", C, " Richardson estimate =", 2 * consts[1] - consts[0])
 

@@ -16,10 +16,10 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-from torch.func import jacrev
 
 from numerics import kernels as K
 from numerics.generated import coarse_graining as gen
+from numerics.jacobians import layer_jacobians
 
 EIG_TOL = 1e-8  # eigenvalues of a frozen kernel closer than this are one mode
 
@@ -277,14 +277,6 @@ def pooling(T: int, P: int, dtype=torch.float64, device=None):
     Pi = K.pool_matrix(T, P, dtype, device)
     Pi_plus = K.lift_matrix(T, P, dtype, device)
     return Pi, Pi_plus, gen.block_projector(Pi_plus, Pi)
-
-
-def layer_jacobians(stack, X0: torch.Tensor) -> torch.Tensor:
-    """Per-layer Jacobians along the trajectory from X0, shape (L, T·d, T·d) (row-major vec)."""
-    traj = stack.trajectory(X0).detach()
-    Td = X0.numel()
-    return torch.stack([jacrev(layer)(traj[ell]).reshape(Td, Td).detach()
-                        for ell, layer in enumerate(stack.layers)])
 
 
 def depth_jacobians(stack, X0: torch.Tensor) -> torch.Tensor:

@@ -72,11 +72,12 @@ def chain_rule_against_differences(stack, X: torch.Tensor, V: torch.Tensor) -> d
     Jacobians applied to V against the central difference of the stack (:func:`check_against`), and the
     reversed product (the control) against the same difference."""
     from numerics import depth_flow as nd
+    from numerics.jacobians import layer_jacobians
     from numerics.matrix_free import rounding_tolerance
     from numerics.stack import unchecked_inputs
 
     T, d = X.shape
-    Js = nd.layer_jacobians(stack, X)
+    Js = layer_jacobians(stack, X)
     gamma = rounding_tolerance(T, d, len(Js), X.dtype)
     with unchecked_inputs(stack):
         out = check_against(stack, X, V, (nd.depth_ordered_product(Js) @ V.reshape(-1)).reshape(T, d), gamma)

@@ -1,10 +1,12 @@
-"""The numerical toolkit of every claim about a stack: Jacobians along the trajectory, their blocks
-in the frozen kernel's eigenbasis, and log-log slopes.
+"""The numerical toolkit of every claim about a stack: Jacobians along the trajectory and their blocks
+in the frozen kernel's eigenbasis.
 
-Works on any :class:`numerics.architectures.ArchStack` (a state S of shape (T, F), ``embed``,
-``n_steps`` step maps, ``readout``), so the same functions serve the base stack and every
-variant.  Dense autograd Jacobians: small sizes only ((T F)² entries); the matrix-free
-actions for large stacks live in ``numerics.matrix_free``.
+:func:`stack_jacobian` is the one dense Jacobian of the suite: of the whole stack, or of any map of its
+state (a layer, a step, the run of the steps, embed, readout).  The trajectory helpers work on the base
+:class:`numerics.stack.Stack` (``layer_jacobians``) and on any :class:`numerics.architectures.ArchStack`
+(a state S of shape (T, F), ``embed``, ``n_steps`` step maps, ``readout``), so the same functions serve
+the base stack and every variant.  Dense autograd Jacobians: small sizes only ((T F)² entries); the
+matrix-free actions for large stacks live in ``numerics.matrix_free``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,27 @@ import torch
 F64 = torch.float64
 
 
+def stack_jacobian(f, x: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
+    """The dense Jacobian ∂ vec f(x) / ∂ vec x (row-major vec), shape (f(x).numel(), x.numel()), by
+    reverse-mode autograd (``torch.func.jacrev``); f is the stack, a layer, a step or any map of the state.
+
+    ``chunk_size``: how many rows one batched vector–Jacobian product computes.  None: all rows in one
+    vmap; 1: one product per row without vmap (the products ``torch.autograd.functional.jacobian``
+    takes, bit for bit, and no vmap restrictions on f); k: k rows at a time, to bound memory."""
+    return torch.func.jacrev(f, chunk_size=chunk_size)(x).reshape(-1, x.numel())
+
+
 def flat_jacobian(f, x: torch.Tensor) -> torch.Tensor:
     """∂f/∂x by autograd, flattened to (f(x).numel(), x.numel())."""
     J = torch.autograd.functional.jacobian(f, x)
     return J.reshape(-1, x.numel())
+
+
+def layer_jacobians(stack, X: torch.Tensor) -> list[torch.Tensor]:
+    """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ of a :class:`numerics.stack.Stack` at the states visited from X, each
+    (T d, T d), detached from the weights."""
+    states = stack.trajectory(X).detach()
+    return [stack_jacobian(layer, states[ell]).detach() for ell, layer in enumerate(stack.layers)]
 
 
 def reference_input(stack, seed: int, homogeneous: bool = True, delta: float = 0.0) -> torch.Tensor:
@@ -38,7 +57,7 @@ def state_jacobian(stack, X: torch.Tensor) -> torch.Tensor:
             s = stack.step(i, s)
         return s
 
-    return flat_jacobian(run, s0)
+    return stack_jacobian(run, s0, chunk_size=1)
 
 
 def step_jacobians(stack, X: torch.Tensor, states=None) -> list[torch.Tensor]:
@@ -46,7 +65,8 @@ def step_jacobians(stack, X: torch.Tensor, states=None) -> list[torch.Tensor]:
     if states is None:
         with torch.no_grad():
             states = stack.trajectory(X)
-    return [flat_jacobian(lambda z, i=i: stack.step(i, z), states[i].detach()) for i in range(stack.n_steps)]
+    return [stack_jacobian(lambda z, i=i: stack.step(i, z), states[i].detach(), chunk_size=1)
+            for i in range(stack.n_steps)]
 
 
 def commutator_error(J: torch.Tensor, A: torch.Tensor, F: int) -> float:

@@ -207,6 +207,25 @@ def factorised_expansion(stack, xbar: torch.Tensor, direction: torch.Tensor, V: 
         return expansion(lambda x: jv(x) - J0V, jv, X0, Ehat, 1, math.sqrt(V.shape[-2]) * float(xbar.norm()))
 
 
+def factorised_taylor(stack, xbar: torch.Tensor, direction: torch.Tensor, V: torch.Tensor) -> Expansion:
+    """:func:`factorised_expansion` in one pass: a triple-nested ``jvp`` of x ↦ (f(x), Df(x)[V]) along Ê returns
+    J₀V, a = D²f[Ê, V] and b = D³f[Ê, Ê, V] together (the separate route evaluates J₀V three times, a twice and
+    b once, in six passes).  At GPT-2-small size that is one pass of ≈ 2.5 single jvps instead of ≈ 9."""
+    f = _forward(stack)
+    X0 = xbar.expand(V.shape[-2], -1).clone()
+    Ehat = centred_direction(direction).to(X0.dtype)
+
+    def jv(x):
+        return vmap(lambda v: jvp(f, (x,), (v,))[1])(V)
+
+    def jv_and_slope(x):                  # (J(x)V, D(J·V)(x)[Ê])
+        return jvp(jv, (x,), (Ehat,))
+
+    with mf_unchecked(stack), torch.no_grad():
+        (J0V, a), (_, b) = jvp(jv_and_slope, (X0,), (Ehat,))
+    return Expansion(1, a, b, J0V, a, math.sqrt(V.shape[-2]) * float(xbar.norm()))
+
+
 def qk_expansion(stack, xbar: torch.Tensor, direction: torch.Tensor, seed: int = 0,
                  V: torch.Tensor | None = None) -> Expansion:
     """2.4: the Q/K share :func:`qk_share` along ``direction``: order 2 on the output (V None), order 1 on
@@ -218,14 +237,6 @@ def qk_expansion(stack, xbar: torch.Tensor, direction: torch.Tensor, seed: int =
         return expansion(lambda x: parameter_derivative(stack, x, tq, V),
                          lambda x: parameter_derivative(stack, x, tv, V), X0, Ehat, 1 if V is not None else 2,
                          math.sqrt(X0.shape[-2]) * float(xbar.norm()))
-
-
-def loglog_fit(s: list[float], e: list[float]) -> float:
-    """Least-squares slope of ln e against ln s."""
-    x = torch.log(torch.tensor(s, dtype=torch.float64))
-    y = torch.log(torch.tensor(e, dtype=torch.float64))
-    xc = x - x.mean()
-    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
 
 
 def spread_curve(stack, xbar: torch.Tensor, direction: torch.Tensor, V: torch.Tensor,

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
+from numerics.fitting import loglog_fit
 from numerics.generated import slow_manifold as gen
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -218,7 +219,7 @@ def convergence(system: str, Ps=ALL_PS, fit_Ps=FIT_PS, orders=(0, 1, 2), recurre
         row["reduced"] = reduced_error(traj)
         rows.append(row)
     fit = [r for r in rows if r["P"] in fit_Ps]
-    slopes = {key: fit_slope([r["eps"] for r in fit], [r[key] for r in fit])
+    slopes = {key: loglog_fit([r["eps"] for r in fit], [r[key] for r in fit]).slope
               for key in [f"dist_k{k}" for k in orders] + ["reduced"]}
     return {"system": system, "integrator": "token recurrence" if recurrence else "Radau",
             "rows": rows, "slopes": slopes, "fit_Ps": list(fit_Ps)}

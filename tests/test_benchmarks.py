@@ -7,12 +7,14 @@ objects agree and that the harness reports every section under its documented ke
 import inspect
 import math
 
-import numpy as np
 import pytest
 import torch
 
 from benchmarks import codegen_speed, derive_time, jacobian, training
 from benchmarks.run import run_benchmarks
+from numerics.fitting import loglog_fit
+from numerics.jacobians import stack_jacobian
+from numerics.matrix_free import reference_state
 from proofs_check.experiments.train import TextConfig
 
 TINY = dict(T=6, d=8, layers=3, heads=2)
@@ -23,7 +25,7 @@ def test_factorised_jacobian_equals_dense():
     # Claim 2.3 at the reference: same (Td)x(Td) matrix; float64 rounding through 3 layers of
     # d=8 products and the (L+1)-term assembly gives ~1e-15 relative; 1e-10 is the benchmark's bar.
     stack, xbar = jacobian.benchmark_stack(**TINY, device="cpu")
-    J_dense = jacobian.dense_jacobian(stack, xbar, chunk_size=None)
+    J_dense = stack_jacobian(stack, reference_state(stack, xbar))
     J_fact = jacobian.factorised_jacobian(stack, xbar)
     assert J_fact.shape == J_dense.shape == (TINY["T"] * TINY["d"],) * 2
     assert jacobian.relative_error(J_fact, J_dense) <= 1e-10
@@ -40,10 +42,10 @@ def test_control_inhomogeneous_state_breaks_agreement_linearly():
     errors = []
     for delta in deltas:
         X = xbar.expand(TINY["T"], TINY["d"]) + delta * E
-        J_dense = torch.func.jacrev(stack)(X).reshape(J_fact.shape)
+        J_dense = stack_jacobian(stack, X)
         errors.append(jacobian.relative_error(J_fact, J_dense))
     assert min(errors) > 1e-8
-    slope = np.polyfit(np.log(deltas), np.log(errors), 1)[0]
+    slope = loglog_fit(deltas, errors).slope
     assert abs(slope - 1.0) < 0.1  # first order in δ; the O(δ²) term is 100x smaller at δ=1e-2
 
 

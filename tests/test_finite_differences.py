@@ -6,6 +6,7 @@ import torch
 
 from numerics import depth_flow as nd
 from numerics import finite_differences as FD
+from numerics.jacobians import layer_jacobians
 from numerics import matrix_free as mf
 from numerics import random_stack
 
@@ -31,7 +32,7 @@ def test_chain_product_matches_central_differences_within_the_bound():
 
 def test_a_first_order_slip_in_the_jacobian_is_caught():
     st, X, V = _case(1)
-    Js = nd.layer_jacobians(st, X)
+    Js = layer_jacobians(st, X)
     JV = (nd.depth_ordered_product(Js) @ V.reshape(-1)).reshape(4, 4)
     gamma = mf.rounding_tolerance(4, 4, 3, torch.float64)
     good = FD.check_against(st, X, V, JV, gamma)

@@ -8,7 +8,7 @@ from hypothesis import example, given, strategies as st
 
 from numerics import matrix_free as mf
 from numerics import random_stack
-from numerics.factorisation import stack_jacobian
+from numerics.jacobians import stack_jacobian
 from numerics.stack import random_xbar
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import torch
 
+from numerics.fitting import loglog_fit
+
 #: parameter groups: name -> function of a layer returning the tensor (products are head-invariant)
 GROUPS = {
     "W_QK": lambda l: torch.einsum("hdk,hek->de", l.attn.W_Q, l.attn.W_K),
@@ -70,14 +72,6 @@ def stack_roughness(stack, reference=None) -> dict[str, float]:
     return {g: sum(r) / len(r) for g, ts in own.items() for r in [roughness(ts)]}
 
 
-def depth_slope(depths, values) -> float:
-    """Least-squares slope of ln value against ln L."""
-    x = torch.log(torch.tensor([float(L) for L in depths], dtype=torch.float64))
-    y = torch.log(torch.tensor([float(v) for v in values], dtype=torch.float64))
-    xc = x - x.mean()
-    return float((xc * (y - y.mean())).sum() / (xc * xc).sum())
-
-
 def calibration(depths=DEPTHS, d: int = 16, seed: int = 0) -> dict:
     """The estimator on stacks with a known answer: the smooth weight path (r ∝ 1/L, slope −1) and
     i.i.d. layers (r ≈ √2 for the zero-mean matrices, slope 0), at the trained stacks' width."""
@@ -88,7 +82,7 @@ def calibration(depths=DEPTHS, d: int = 16, seed: int = 0) -> dict:
         rows = {L: stack_roughness(random_stack(8, d, L, 2, "causal", seed=seed, weight_path=path)) for L in depths}
         out["smooth" if path else "iid"] = {
             "by_depth": {str(L): rows[L] for L in depths},
-            "slope": {g: depth_slope(depths, [rows[L][g] for L in depths]) for g in GROUPS}}
+            "slope": {g: loglog_fit(depths, [rows[L][g] for L in depths]).slope for g in GROUPS}}
     return out
 
 
@@ -114,7 +108,7 @@ def measure(base=None, depths=DEPTHS, cache_dir=None, progress: bool = False) ->
                         "validation_loss": manifest["curves"]["eval_loss"][-1],
                         "trained": stack_roughness(trained), "init": stack_roughness(init),
                         "update": stack_roughness(trained, init)}
-    slopes = {kind: {g: depth_slope(depths, [runs[str(L)][kind][g] for L in depths]) for g in GROUPS}
+    slopes = {kind: {g: loglog_fit(depths, [runs[str(L)][kind][g] for L in depths]).slope for g in GROUPS}
               for kind in ("trained", "init", "update")}
     return {"config": {**base.as_dict(), "layers": list(depths)}, "depths": list(depths), "runs": runs,
             "slopes": slopes, "calibration": calibration(depths, base.d),
@@ -176,7 +170,7 @@ def plot(result: dict, out: Path) -> Path:
     return out
 
 
-RECORDED = Path(__file__).resolve().parent.parent / "docs" / "trained" / "depth_smoothness.json"
+RECORDED = Path(__file__).resolve().parents[2] / "docs" / "trained" / "depth_smoothness.json"
 
 
 def recorded() -> dict | None:

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from proofs_check.tables import bold, code as code_span, markdown_table
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -123,18 +125,16 @@ def markdown(code: dict, command: str) -> str:
     lines = ["# Surviving code mutants", "",
              f"`{command}` (mutmut {code.get('version', '')}) over {', '.join(f'`{p}`' for p in code['paths'])} "
              f"with {', '.join(f'`{t}`' for t in code['tests'])}: **{code['killed']}/{code['total']} = "
-             f"{code['score']:.3f}** killed.", "",
-             "| file | mutants | killed | score | equivalent | device-only | open |",
-             "|---|---|---|---|---|---|---|"]
-    for path, row in sorted(by_file.items()):
-        score = row["killed"] / row["total"] if row["total"] else float("nan")
-        lines.append(f"| `{path}` | {row['total']} | {row['killed']} | {score:.3f} | {row['equivalent']} | "
-                     f"{row['device-only']} | {row['open']} |")
+             f"{code['score']:.3f}** killed.", ""]
+    lines += markdown_table(("file", "mutants", "killed", "score", "equivalent", "device-only", "open"),
+                            [(code_span(path), row["total"], row["killed"],
+                              f"{row['killed'] / row['total'] if row['total'] else float('nan'):.3f}",
+                              row["equivalent"], row["device-only"], row["open"])
+                             for path, row in sorted(by_file.items())])
     lines += ["", "Every survivor is killed by a new test or justified by one of these rules "
               "(`proofs_check/mutation/equivalents.py`, which `fastslow mutate` applies):", ""]
     lines += [f"- **{r.key}** ({r.kind}): {r.why}." for r in RULES]
-    lines += ["", "| file | line | mutation | rule |", "|---|---|---|---|"]
-    for s in code["survivors"]:
-        mutation = s["mutation"].replace("|", "\\|")
-        lines.append(f"| {s['file']} | {s['line']} | `{mutation[:160]}` | {s['justified'] or '**open**'} |")
+    lines += [""] + markdown_table(("file", "line", "mutation", "rule"),
+                                   [(s["file"], s["line"], code_span(s["mutation"][:160]),
+                                     s["justified"] or bold("open")) for s in code["survivors"]])
     return "\n".join(lines) + "\n"

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofs_check.claims.registry import CLAIM_IDS
-from proofs_check.mutation.hand_written_theory import run_limited, run_pool, text_table, timed_out
+from proofs_check.mutation.hand_written_theory import run_limited, run_pool, timed_out
+from proofs_check.tables import bold, markdown_table, text_table
 
 REPO = Path(__file__).resolve().parents[2]
 COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
@@ -270,7 +271,7 @@ def format_table(source: dict) -> str:
         how = (f"ledger {r['killed_by_ledger']}" if r["killed_by_ledger"] else
                f"test only: {r['killed_by_test_only']}" if r["killed_by_test_only"] else "SURVIVED")
         rows.append((r["name"], r["where"], how, f"{r['seconds']:.1f}"))
-    lines = text_table(rows)
+    lines = text_table(rows, max_width=90)
     lines.append(f"\nsource mutants killed by the ledger: {source['killed_by_ledger']}/{source['total']} = "
                  f"{source['ledger_score']:.2f}; by a test only: {source['killed_by_test_only']}")
     return "\n".join(lines)
@@ -282,10 +283,10 @@ def markdown_section(source: dict) -> list[str]:
     lines = [f"Source mutants (mistakes in the stack, kernels, pooling, certificate, training): "
              f"**{source['killed_by_ledger']}/{source['total']} killed by the ledger** "
              f"(= {source['ledger_score']:.2f}); killed by a test only: **{source['killed_by_test_only']}**; "
-             f"survived: {source['total'] - source['killed_by_ledger'] - source['killed_by_test_only']}.", "",
-             "| source mutant | where | claims | killed by |", "|---|---|---|---|"]
+             f"survived: {source['total'] - source['killed_by_ledger'] - source['killed_by_test_only']}.", ""]
+    rows = []
     for r in source["mutants"]:
         how = (f"ledger {r['killed_by_ledger']}" if r["killed_by_ledger"] else
-               f"test only: {r['killed_by_test_only']}" if r["killed_by_test_only"] else "**SURVIVED**")
-        lines.append(f"| {r['name']} | {r['where']} | {', '.join(r['claims'])} | {how.replace('|', '/')} |")
-    return lines
+               f"test only: {r['killed_by_test_only']}" if r["killed_by_test_only"] else bold("SURVIVED"))
+        rows.append((r["name"], r["where"], ", ".join(r["claims"]), how))
+    return lines + markdown_table(("source mutant", "where", "claims", "killed by"), rows)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from proofs_check.tables import text_table
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -269,17 +271,9 @@ def run_mutants(names: list[str] | None = None, workers: int = 2, run_tests: boo
             "mutants": results}
 
 
-def text_table(rows: list[tuple[str, ...]], max_width: int = 90) -> list[str]:
-    """Plain-text table lines: the header row, a rule, then the rows; columns cut at ``max_width``."""
-    widths = [min(max_width, max(len(r[i]) for r in rows)) for i in range(len(rows[0]))]
-    lines = ["  ".join(c[:w].ljust(w) for c, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return lines
-
-
 def format_table(theory: dict) -> str:
     rows = [("mutant", "claim", "killed by", "s")]
     rows += [(r["name"], r["claim"], r["killed_by"] or "SURVIVED", f"{r['seconds']:.1f}") for r in theory["mutants"]]
-    lines = text_table(rows)
+    lines = text_table(rows, max_width=90)
     lines.append(f"\ntheory mutation score: {theory['killed']}/{theory['total']} = {theory['score']:.2f}")
     return "\n".join(lines)

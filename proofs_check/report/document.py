@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from proofs_check.report.markdown import md_escape
+from proofs_check.tables import Markdown, bold, markdown_table
 
 MAX_LATEX = 1500  # longer derivations are shown by name only; the generated module holds them
 MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
@@ -120,8 +121,7 @@ def numeric_tables_md(rows: list[dict]) -> list[str]:
     lines: list[str] = []
     groups = _table_groups(rows)
     for keys, group in groups:
-        lines += ["| " + " | ".join(md_escape(k) for k in keys) + " |", "|" + "---|" * len(keys)]
-        lines += ["| " + " | ".join(md_escape(fmt_value(r.get(k))) for k in keys) + " |" for r in group]
+        lines += markdown_table(keys, [[fmt_value(r.get(k)) for k in keys] for r in group])
         lines.append("")
     if any(r.get(k) is None for keys, group in groups for r in group for k in keys):
         lines += [f"{MISSING} marks a quantity that does not exist for that row "
@@ -149,17 +149,16 @@ def summary_md(ledger: dict) -> list[str]:
 def ledger_table_md(ledger: dict) -> list[str]:
     from proofs_check.claims.standing import ledger_word
 
-    lines = ["| claim | title | status | symbolic | numeric max error / tolerance | control |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for c in ledger["claims"]:
         num = c.get("numeric")
         num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e}" if num else MISSING
         flag = " *(reconstruction)*" if c.get("reconstruction") else ""
         ctl = c.get("control")
         ctl_s = _control_word(ctl["status"]) if ctl else MISSING
-        lines.append(f"| [{c['id']}](#claim-{_slug_id(c['id'])}) | {md_escape(c['title'])}{flag} | "
-                     f"**{ledger_word(c)}** | {c['symbolic']['proved']}/{c['symbolic']['steps']} | {num_s} | {ctl_s} |")
-    return lines
+        rows.append((Markdown(f"[{c['id']}](#claim-{_slug_id(c['id'])})"), Markdown(md_escape(c["title"]) + flag),
+                     bold(ledger_word(c)), f"{c['symbolic']['proved']}/{c['symbolic']['steps']}", num_s, ctl_s))
+    return markdown_table(("claim", "title", "status", "symbolic", "numeric max error / tolerance", "control"), rows)
 
 
 def _slug_id(cid: str) -> str:
@@ -179,10 +178,8 @@ def environment_line(ledger: dict) -> str:
 
 
 def timings_md(timings: dict[str, float]) -> list[str]:
-    lines = ["| step | seconds |", "|---|---|"]
-    lines += [f"| {md_escape(step)} | {sec:.1f} |" for step, sec in timings.items()]
-    lines.append(f"| total | {sum(timings.values()):.1f} |")
-    return lines
+    rows = [(step, f"{sec:.1f}") for step, sec in timings.items()]
+    return markdown_table(("step", "seconds"), rows + [("total", f"{sum(timings.values()):.1f}")])
 
 
 def figure_md(name: str, title: str | None = None) -> list[str]:

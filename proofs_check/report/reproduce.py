@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from numerics.io import write_bytes, write_json, write_text
+from proofs_check.tables import bold, code as code_span, markdown_table
 
 #: files in the output folder that reproduce reads (written there by other commands)
 INPUTS = ("mutation.json",)
@@ -162,13 +163,14 @@ def scale_section(runs: list[dict]) -> list[str]:
     lines = ["", "## Claims at scale", "",
              "Each stack claim's matrix-free scale form (`fastslow check --scale PRESET`), with its negative "
              "control at the same size. This run checks the `ci` preset; larger presets take tens of minutes "
-             "and are recorded runs from `docs/scale/` (their environment is in the file).", "",
-             "| claim | largest verified size | T | d | L | dtype | error / tolerance | source |",
-             "|---|---|---|---|---|---|---|---|"]
+             "and are recorded runs from `docs/scale/` (their environment is in the file).", ""]
+    rows = []
     for cid in sorted(best, key=lambda c: [int(x) for x in c.split(".")]):
         _, size, num, source = best[cid]
-        lines.append(f"| {cid} | {size['preset']} | {size['T']} | {size['d']} | {size['layers']} | {size['dtype']} | "
-                     f"{num['max_error']:.2g} / {num['tolerance']:.2g} | {source} |")
+        rows.append((cid, size["preset"], size["T"], size["d"], size["layers"], size["dtype"],
+                     f"{num['max_error']:.2g} / {num['tolerance']:.2g}", source))
+    lines += markdown_table(("claim", "largest verified size", "T", "d", "L", "dtype", "error / tolerance", "source"),
+                            rows)
     skipped = sorted({c["id"] for run in runs for c in run["claims"] if c["status"] == "skipped"})
     if skipped:
         lines += ["", "No scale form (not a statement about a stack): " + ", ".join(skipped) + "."]
@@ -205,9 +207,9 @@ def _mutation_section(out: Path) -> list[str]:
     lines = ["", "## Verification power", ""]
     theory = data.get("theory")
     if theory:
-        lines += [f"Theory mutation score: **{theory['killed']}/{theory['total']} = {theory['score']:.2f}**", "",
-                  "| mutant | claim | killed by |", "|---|---|---|"]
-        lines += [f"| {m['name']} | {m['claim']} | {m['killed_by'] or '**SURVIVED**'} |" for m in theory["mutants"]]
+        lines += [f"Theory mutation score: **{theory['killed']}/{theory['total']} = {theory['score']:.2f}**", ""]
+        lines += markdown_table(("mutant", "claim", "killed by"), [(m["name"], m["claim"], m["killed_by"] or bold("SURVIVED"))
+                                                                 for m in theory["mutants"]])
     if data.get("source"):
         from proofs_check.mutation.hand_written_source import markdown_section
 
@@ -221,8 +223,8 @@ def _mutation_section(out: Path) -> list[str]:
         lines += ["", f"Code mutation score ({code['tool']}): **{code['killed']}/{code['total']} = "
                   f"{code['score']:.3f}**; survivors: {len(code.get('survivors', []))}{why}."]
         if code.get("by_file"):
-            lines += ["", "| file | mutants | killed | score |", "|---|---|---|---|"]
-            lines += [f"| `{f}` | {t} | {k} | {k / t:.3f} |" for f, (t, k) in code["by_file"].items()]
+            lines += [""] + markdown_table(("file", "mutants", "killed", "score"),
+                                           [(code_span(f), t, k, f"{k / t:.3f}") for f, (t, k) in code["by_file"].items()])
     return lines
 
 

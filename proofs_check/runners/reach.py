@@ -23,6 +23,7 @@ import torch
 from numerics import matrix_free as mf
 from numerics import reach as R
 from numerics import weight_visibility as WV
+from numerics.fitting import loglog_fit
 
 #: spreads of the sweep (the text's own spread is added)
 SPREAD_GRID = (0.01, 0.03, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -43,15 +44,16 @@ def fit_window(ex: R.Expansion, points: int = 5) -> list[float]:
     return [s_max * 10.0 ** (-WINDOW_DECADES * (points - 1 - i) / (points - 1)) for i in range(points)]
 
 
-def exponent_check(name: str, ex: R.Expansion, measure, rounding: float) -> dict:
+def exponent_check(name: str, ex: R.Expansion, measure, rounding: float, points: int = 5) -> dict:
     """Fit the log–log slope of ``measure(s)`` on the window and compare exponent and coefficient with ``ex``.
 
     Tolerances: slope |fitted − p| ≤ κ̄ t(s_max) + p s_max²/(1 − s_max²) (``Expansion.slope_tolerance``) plus the
     rounding floor's slope effect 2γ/(r(s_min) ln(s_max/s_min)); coefficient |r(s_min)/(c s_minᵖ) − 1| ≤ κ̄ t(s_min)
-    + γ/r(s_min), γ the dot-product rounding bound of ``numerics.matrix_free.rounding_tolerance``."""
-    window = fit_window(ex)
+    + γ/r(s_min), γ the dot-product rounding bound of ``numerics.matrix_free.rounding_tolerance``.  ``points``
+    spreads on the window (fewer where each measurement is a GPT-2-size jvp)."""
+    window = fit_window(ex, points)
     values = [measure(s) for s in window]
-    fitted = R.loglog_fit(window, values)
+    fitted = loglog_fit(window, values).slope
     floor = rounding / values[0]
     slope_tol = ex.slope_tolerance(window[-1]) + 2 * floor / math.log(window[-1] / window[0])
     coef = values[0] / window[0] ** ex.order
@@ -74,7 +76,7 @@ def wrong_reference_control(stack, xbar, direction, V, ex: R.Expansion, rounding
     floor = R.pooled_ratio(wrong_action(V) - right_JV, right_JV)
     window = fit_window(ex)
     values = [R.factorised_error(stack, R.at_spread(xbar, direction, s), V, wrong_action) for s in window]
-    fitted = R.loglog_fit(window, values)
+    fitted = loglog_fit(window, values).slope
     delta = ex.coefficient * window[-1] * (1 + FIRST_ORDER_BUDGET)   # ‖J(X)V − J₀V‖/‖J₀V‖ to first order
     allowed = delta * (1 + floor) / (1 - delta) + rounding
     level_ok = all(abs(v - floor) <= allowed for v in values)
@@ -345,18 +347,17 @@ def report_section(entry: dict | None) -> list[str]:
     """The report's section: the statement, one table row per stack and check, the figure."""
     from proofs_check.report.markdown import md_escape
     from proofs_check.report.document import figure_md
+    from proofs_check.tables import markdown_table
 
     lines = ["", "## Reach of the reference claims at real inputs", ""]
     if entry is None:
         return lines + ["Not measured in this run."]
-    lines += [md_escape(entry["statement"]), "",
-              "| stack | quantity | fitted slope | predicted | coefficient (measured / predicted) | ok |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for s in entry["stacks"]:
-        for c in s["checks"] + s["weights_at_reference"]["checks"]:
-            lines.append(f"| {s['stack']} | {md_escape(c['quantity'])} | {c['fitted_slope']:.4f} | {c['order']} ± "
-                         f"{c['slope_tolerance']:.1e} | {c['coefficient']:.4g} / {c['predicted_coefficient']:.4g} | "
-                         f"{'yes' if c['ok'] else 'NO'} |")
+    lines += [md_escape(entry["statement"]), ""]
+    lines += markdown_table(("stack", "quantity", "fitted slope", "predicted", "coefficient (measured / predicted)", "ok"),
+                            [(s["stack"], c["quantity"], f"{c['fitted_slope']:.4f}",
+                              f"{c['order']} ± {c['slope_tolerance']:.1e}",
+                              f"{c['coefficient']:.4g} / {c['predicted_coefficient']:.4g}", "yes" if c["ok"] else "NO")
+                             for s in entry["stacks"] for c in s["checks"] + s["weights_at_reference"]["checks"]])
     lines += ["", md_escape("3.1 with the LayerNorm-null direction 1_d quotiented out (span(1) is invariant): " + "; ".join(
         f"{s['stack']}: ρ = {q['rho']:.3f}, ρ̄ = {q['rho_bar']:.3f} (every layer ≥ {q['per_layer_rho_bar_min']:.3f})"
         for s in entry["stacks"] for q in [s["saturation_quotient"]]) + ". The quotient stays ≥ 1 because LN₁ also "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from numerics.jacobians import stack_jacobian
 from proofs_check.report.figures import figure, save
 
 COLOURS = {"holds": "#4caf50", "conditional": "#ffc107", "fails": "#e53935", "n/a": "#bdbdbd"}
@@ -96,9 +97,8 @@ def looped_margin(ctx, out_dir):
         for i in range(loops):
             x = states[i][..., :4].detach()
             e = states[i][..., 4:].detach()
-            Jx = torch.autograd.functional.jacobian(lambda z: s.step(i, torch.cat([z, e], -1))[..., :4], x)
-            Jx = Jx.reshape(16, 16)
-            Jl = torch.autograd.functional.jacobian(s.layer, x).reshape(16, 16)
+            Jx = stack_jacobian(lambda z: s.step(i, torch.cat([z, e], -1))[..., :4], x, chunk_size=1)
+            Jl = stack_jacobian(s.layer, x, chunk_size=1)
             logs.append(math.log(float(torch.linalg.matrix_norm(Jx, ord=2))))
             devs.append(float(torch.linalg.matrix_norm(Jl - torch.eye(16, dtype=torch.float64), ord=2)))
         measured.append(-sum(logs) / loops)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from numerics.fitting import loglog_fit
 from proofs_check.report.figures import figure, save
 
 
@@ -18,8 +19,8 @@ def euler_convergence(ctx, out_dir):
     idepths = [8, 32, 128] if ctx.quick else [8, 32, 128, 512, 2048]
     drift = nd.iid_drift(6, 8, idepths, range(4))
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.loglog(depths, errs, "o-", label=f"smooth path: ‖X_L − X(1)‖ (slope {nd.fitted_slope(depths[1:], errs[1:]):.2f})")
-    ax.loglog(idepths, drift, "s-", label=f"i.i.d. weights: ‖X_L − X_0‖ (slope {nd.fitted_slope(idepths, drift):.2f})")
+    ax.loglog(depths, errs, "o-", label=f"smooth path: ‖X_L − X(1)‖ (slope {-loglog_fit(depths[1:], errs[1:]).slope:.2f})")
+    ax.loglog(idepths, drift, "s-", label=f"i.i.d. weights: ‖X_L − X_0‖ (slope {-loglog_fit(idepths, drift).slope:.2f})")
     L = np.array(idepths, float)
     ax.loglog(L, errs[0] * depths[0] / L, "k--", label="slope 1 guide")
     ax.loglog(L, drift[0] * np.sqrt(idepths[0] / L), "k:", label="slope 1/2 guide")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
 from proofs_check.claims import factorisation as chk
 from proofs_check.report.figures import figure, save
@@ -36,7 +37,7 @@ def factorisation_controls(ctx, out_dir):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for kind in chk.CONTROL_KINDS:
         masses = chk.control_masses(deltas, kind)
-        slope = np.polyfit(np.log(deltas), np.log(masses), 1)[0]
+        slope = loglog_fit(deltas, masses).slope
         ax.loglog(deltas, masses, "o-", label=f"{kind} (slope {slope:.2f})")
     ref = chk.control_masses(deltas[:1], "inhomogeneous")[0]
     ax.loglog(deltas, ref * deltas / deltas[0], "k--", label="slope 1 guide")

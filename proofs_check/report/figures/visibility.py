@@ -7,6 +7,7 @@ import torch
 
 from numerics import random_stack
 from numerics import visibility as nv
+from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
 from proofs_check.report.figures import figure, save
 
@@ -44,7 +45,7 @@ def render_response_slopes(ctx, out_dir):
                             ("mean-carrying", nv.mean_carrying_offset(st, 7), "--")):
             r = nv.persistent_response(st, random_xbar(8), p, DELTAS)
             ax.loglog(DELTAS.numpy(), r.numpy(), ls=ls, color=col, marker="o", ms=3,
-                      label=f"{kernel}, {name}: slope {nv.fit_slope(DELTAS, r):.3f}")
+                      label=f"{kernel}, {name}: slope {loglog_fit(DELTAS, r).slope:.3f}")
     x = DELTAS.numpy()
     ax.loglog(x, 1e-1 * x, color="k", lw=0.8, ls=":", label="slope 1 guide")
     ax.loglog(x, 1e-1 * x**2, color="k", lw=0.8, ls="-.", label="slope 2 guide")
