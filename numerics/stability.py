@@ -24,12 +24,17 @@ Jacobian in its gate: the slow branch's Jacobian carried through the MLP stage p
 the MLP's operating point by the slow output (``slow_mode_maps``).  ``gated_layer_jacobians``
 (the whole gated layer by autograd, at any gate) and ``expansion_onset`` measure the real stack
 against the certificate.
+
+``slow_mode_maps`` and ``gate_certificate`` take ``progress``, a callback ``progress(done, total,
+label)`` called as each unit of the work finishes (one layer's map, one spectral norm), so the
+caller can show a bar with the time left; numerics imports no progress library.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -403,6 +408,28 @@ def _check_stack(stack):
         raise ValueError(f"T={cfg.T}, P={cfg.P} gives one block: the shifted slow path is identically zero")
 
 
+#: ``progress(done, total, label)``: told as each unit of a long computation finishes
+Progress = Callable[[int, int, str], None]
+
+
+class _Steps:
+    """Counts the finished units of one computation of ``total`` units and tells ``progress``."""
+
+    def __init__(self, total: int, progress: Progress | None):
+        self.total, self.done, self.progress = total, 0, progress
+
+    def __call__(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total, label)
+
+
+def _slow_mode_map_steps(layers: int, method: str) -> int:
+    """The units ``slow_mode_maps`` reports: per layer the slow branch and the operating-point shift, and
+    the fast maps (per layer by autograd, then the MLP stage; one step from the generated factorisation)."""
+    return 2 * layers + (1 if method == "factorisation" else layers + 1)
+
+
 def _batched_jacobian(f, x0: torch.Tensor) -> torch.Tensor:
     """Jacobian of f at x0 as (out.numel(), x0.numel()) by one reverse pass: f runs on a batch of
     M = out.numel() copies of x0 and the cotangent is the identity, so the batch's input gradients
@@ -419,7 +446,7 @@ def _batched_jacobian(f, x0: torch.Tensor) -> torch.Tensor:
     return grad.reshape(M, -1)
 
 
-def _slow_branch_maps(stack, xs: torch.Tensor) -> torch.Tensor:
+def _slow_branch_maps(stack, xs: torch.Tensor, step: _Steps) -> torch.Tensor:
     """Π D slow_ℓ Π⁺ at the reference, by autograd of the layer's own LN₁ and slow attention:
     (L, n·d, n·d), rows/cols row-major (block, feature).
 
@@ -432,12 +459,13 @@ def _slow_branch_maps(stack, xs: torch.Tensor) -> torch.Tensor:
     shift = Kn.block_shift_matrix(n, dtype=p0.dtype, device=p0.device)
     zero = torch.zeros(n, d, dtype=p0.dtype, device=p0.device)
     out = []
-    for layer, x in zip(stack.layers, xs):
+    for i, (layer, x) in enumerate(zip(stack.layers, xs)):
         out.append(_batched_jacobian(lambda e: shift @ layer.slow.attn(layer.ln1(x + e)), zero))
+        step(f"slow branch, layer {i + 1}")
     return torch.stack(out).detach()
 
 
-def _fast_maps_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
+def _fast_maps_autograd(stack, xs: torch.Tensor, step: _Steps) -> torch.Tensor:
     """Π J_ℓ Π⁺ with J_ℓ the gate-0 layer Jacobian, by autograd of the whole layer (exact for any
     kernel; a batch of n·d copies of a T-token layer: for small stacks and cross-checks)."""
     cfg = stack.config
@@ -448,11 +476,12 @@ def _fast_maps_autograd(stack, xs: torch.Tensor) -> torch.Tensor:
     Lift = Kn.lift_matrix(T, P, dtype=p0.dtype, device=p0.device)
     zero = torch.zeros(n, d, dtype=p0.dtype, device=p0.device)
     out = []
-    for layer, x in zip(stack.layers, xs):
+    for i, (layer, x) in enumerate(zip(stack.layers, xs)):
         params = {k: v.detach() for k, v in layer.named_parameters()}
         params["gate"] = torch.zeros_like(params["gate"])
         out.append(_batched_jacobian(
             lambda e: Pi @ functional_call(layer, params, (x.expand(T, d) + Lift @ e,)), zero))
+        step(f"fast map, layer {i + 1}")
     return torch.stack(out).detach()
 
 
@@ -486,7 +515,8 @@ def resolve_method(stack) -> str:
     return "factorisation"
 
 
-def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "auto"):
+def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "auto",
+                   progress: Progress | None = None):
     """Per-layer maps on the slow (block-mean) modes at the token-homogeneous reference.
 
     Returns (G, K), each (L, n·d, n·d) in block-mean coordinates (row-major (block, feature)):
@@ -509,16 +539,22 @@ def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "au
     For the causal kernel ΠJΠ⁺ is the Galerkin (compressed) map: the fast layer does not keep
     block-constant states block-constant (Claim 3.2(a)), so products of compressed maps are the
     coarse model's, not the full Jacobian's restriction.
+    ``progress(done, total, label)`` is told as each layer's map finishes.
     """
     _check_stack(stack)
     if method not in ("auto", "factorisation", "autograd"):
         raise ValueError(f"method={method!r} is not one of auto, factorisation, autograd")
+    if method == "auto":
+        method = resolve_method(stack)
+    return _slow_mode_maps(stack, xbar, method, _Steps(_slow_mode_map_steps(stack.config.layers, method), progress))
+
+
+def _slow_mode_maps(stack, xbar: torch.Tensor | None, method: str, step: _Steps):
+    """``slow_mode_maps`` with ``method`` resolved, each finished unit counted by ``step``."""
     xs = _reference_states(stack, xbar)
     cfg = stack.config
     n, d = cfg.T // cfg.P, cfg.d
-    if method == "auto":
-        method = resolve_method(stack)
-    Ds = _slow_branch_maps(stack, xs)
+    Ds = _slow_branch_maps(stack, xs, step)
     p0 = next(stack.parameters())
     if method == "factorisation":
         G0, G1, C = _factorisation_coefficients(stack, xs)
@@ -526,14 +562,16 @@ def slow_mode_maps(stack, xbar: torch.Tensor | None = None, *, method: str = "au
                                     stack.frozen_kernel(),
                                     Kn.lift_matrix(cfg.T, cfg.P, dtype=p0.dtype, device=p0.device))
         G = gen.slow_mode_fast_map(A_c, G0, G1)
+        step("fast maps from the generated factorisation")
     else:
-        G = _fast_maps_autograd(stack, xs)
+        G = _fast_maps_autograd(stack, xs, step)
         C = _mlp_stage_autograd(stack, xs)
+        step("MLP stage by autograd")
     factor = gen.mlp_stage_factor(C)  # (L, d, d), column form: acts on each token's feature vector
     L, N = G.shape[0], n * d
     K = torch.einsum("lij,lajbk->laibk", factor, Ds.reshape(-1, n, d, n, d)).reshape(-1, N, N)
     G_u = torch.linalg.solve(factor[:, None], G.reshape(L, n, d, N))  # Π ∂u/∂X Π⁺, (L, n, d, N)
-    shift = _mlp_operating_point_shift(stack, xs)  # (L, n, d, d)
+    shift = _mlp_operating_point_shift(stack, xs, step)  # (L, n, d, d)
     K = K + torch.einsum("laij,lajc->laic", shift, G_u).reshape(L, N, N)
     return G.detach(), K.detach()
 
@@ -579,7 +617,7 @@ def _slow_outputs(stack, xs: torch.Tensor) -> torch.Tensor:
                             for layer, x in zip(stack.layers, xs)])
 
 
-def _mlp_operating_point_shift(stack, xs: torch.Tensor) -> torch.Tensor:
+def _mlp_operating_point_shift(stack, xs: torch.Tensor, step: _Steps) -> torch.Tensor:
     """DC_ℓ(ū_ℓ)[s_b] = h · ∂/∂t D(MLP∘LN₂)(ū_ℓ + t s_b) at t = 0, (L, n, d, d), by reverse-over-
     reverse autograd of the layer's own MLP and LN₂ (the gate moves LN₂'s input by h g s_b).
 
@@ -588,7 +626,7 @@ def _mlp_operating_point_shift(stack, xs: torch.Tensor) -> torch.Tensor:
     S = _slow_outputs(stack, xs)
     n, d = S.shape[1], S.shape[2]
     out = []
-    for layer, u, s in zip(stack.layers, _ln2_inputs(stack, xs), S):
+    for i, (layer, u, s) in enumerate(zip(stack.layers, _ln2_inputs(stack, xs), S)):
         eye = torch.eye(d, dtype=u.dtype, device=u.device)
         with torch.enable_grad():
             ub = u.detach().expand(n, d, d).clone().requires_grad_(True)
@@ -596,6 +634,7 @@ def _mlp_operating_point_shift(stack, xs: torch.Tensor) -> torch.Tensor:
             (J,) = torch.autograd.grad((m * eye).sum(), ub, create_graph=True)  # J[b, i] = ∇m_i
             (H,) = torch.autograd.grad(torch.einsum("bij,bj->", J, s), ub)
         out.append(layer.h * H)
+        step(f"MLP operating-point shift, layer {i + 1}")
     return torch.stack(out).detach()
 
 
@@ -747,7 +786,8 @@ def at_zero_gate(stack):
     return zeroed
 
 
-def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "auto") -> GateCertificate:
+def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "auto",
+                     progress: Progress | None = None) -> GateCertificate:
     """Certified stability margin and gate bound of a hierarchical stack (P set).
 
     The norms ‖G_ℓ‖, ‖K_ℓ‖ are float64 spectral norms of (n·d)-square matrices; the enclosure is
@@ -756,15 +796,27 @@ def gate_certificate(stack, xbar: torch.Tensor | None = None, *, method: str = "
     certified gate").  Contractive stacks need ``decay`` together with a small LN gain / weight
     scale (e.g. decay=2, ln_gain=0.2, weight_scale=0.5): decay alone shrinks the reference x̄_ℓ,
     and pre-LN's 1/σ(x̄_ℓ) then grows B_ℓ and C_ℓ, so the margin stays negative.
+    ``progress(done, total, label)`` is told as each layer's map, each of the 2L spectral norms (most
+    of the time at the CLI's sizes) and the enclosure finish.
     """
     cfg = stack.config
+    _check_stack(stack)
     stack = at_zero_gate(stack) if cfg.P is not None else stack
     resolved = resolve_method(stack) if method == "auto" else method
-    G, K = slow_mode_maps(stack, xbar, method=resolved)
-    norms = spectral_norm(torch.stack([G, K])).to(torch.float64).cpu()
+    if resolved not in ("factorisation", "autograd"):
+        raise ValueError(f"method={method!r} is not one of auto, factorisation, autograd")
+    step = _Steps(_slow_mode_map_steps(cfg.layers, resolved) + 2 * cfg.layers + 1, progress)
+    G, K = _slow_mode_maps(stack, xbar, resolved, step)
+    norms = []
+    for name, maps in (("G", G), ("K", K)):  # one map at a time (the same numbers as one batched call on CPU)
+        for i, M in enumerate(maps):
+            norms.append(spectral_norm(M))
+            step(f"spectral norm of {name}_{i + 1}")
+    norms = torch.stack(norms).reshape(2, -1).to(torch.float64).cpu()
     a, k = norms[0], norms[1]
     N = G.shape[-1]
     enclosure = certify_gate_bound(a, k, cfg.h, rel_err=16 * N * EPS64)
+    step("interval enclosure of μ and g*")
     notes = []
     if cfg.kernel == "causal":
         notes.append("causal kernel: G_ℓ is the compressed (Galerkin) map on block means (Claim 3.2(a) fails "

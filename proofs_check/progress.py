@@ -1,18 +1,32 @@
-"""The one progress policy of the command line: name the item being worked on.
+"""The one progress policy of the command line: name the item being worked on, estimate the rest.
 
-On a terminal (stderr is a TTY) a tqdm bar shows the current item and nested bars stack;
-in a log (stderr is a file or pipe) no bar and no escape code is written, only one plain
-line per finished item: ``check claims [3/18] 2.1 done in 4.2 s; next 2.2``.  Both modes
-print that line, so a log and a terminal tell the same story.
+On a terminal (stderr is a TTY) a tqdm bar shows the current item and the time left, and nested
+bars stack; in a log (stderr is a file or pipe) no bar and no escape code is written, only plain
+lines: ``check claims [3/18] 2.1 done in 4.2 s; next 2.2``.  Both modes print those lines, so a
+log and a terminal tell the same story.
+
+Two shapes of work: ``track`` walks a list of items; ``steps`` hands a lower layer (numerics) a
+plain callback ``report(done, total, label)`` to call as it finishes each unit of a long
+computation, so numerics reports progress without importing proofs_check.
+
+``silenced()`` turns every bar and line off for the code it wraps: the commands' ``--no-progress``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
 import time
 from typing import Callable, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
+
+#: True inside ``silenced()``: every ``track`` and ``steps`` then reports nothing
+_SILENT = contextvars.ContextVar("progress_silent", default=False)
+
+#: in a log, ``steps`` writes a line at most this often (and always for the last unit)
+LOG_EVERY_SECONDS = 5.0
 
 
 def is_tty(stream=None) -> bool:
@@ -21,11 +35,21 @@ def is_tty(stream=None) -> bool:
     return bool(isatty and isatty())
 
 
+@contextlib.contextmanager
+def silenced(silent: bool = True) -> Iterator[None]:
+    """No progress bar or line from the code inside (when ``silent``)."""
+    token = _SILENT.set(bool(silent) or _SILENT.get())
+    try:
+        yield
+    finally:
+        _SILENT.reset(token)
+
+
 def track(items: Iterable[T], desc: str, *, unit: str = "item", label: Callable[[T], str] = str,
           enabled: bool = True, stream=None) -> Iterator[T]:
     """Yield ``items``, reporting each one by ``label(item)`` under the heading ``desc``."""
     items = list(items)
-    if not enabled:
+    if not enabled or _SILENT.get():
         yield from items
         return
     stream = sys.stderr if stream is None else stream
@@ -52,3 +76,46 @@ def track(items: Iterable[T], desc: str, *, unit: str = "item", label: Callable[
     finally:
         if bar is not None:
             bar.close()
+
+
+@contextlib.contextmanager
+def steps(desc: str, *, unit: str = "step", enabled: bool = True, stream=None,
+          log_every: float = LOG_EVERY_SECONDS) -> Iterator[Callable[[int, int, str], None]]:
+    """A callback ``report(done, total, label)`` for a computation that counts its own units.
+
+    On a terminal: a tqdm bar over ``total`` units with the elapsed time and the time left, the
+    last finished unit's ``label`` beside it.  In a log: ``desc [done/total] label, 12 s so far,
+    about 30 s left``, at most every ``log_every`` seconds and always for the last unit (the time
+    left is the mean time per unit so far times the units left).
+    """
+    if not enabled or _SILENT.get():
+        yield lambda done, total, label: None
+        return
+    stream = sys.stderr if stream is None else stream
+    start = time.perf_counter()
+    state = {"bar": None, "logged": start}
+
+    def report(done: int, total: int, label: str) -> None:
+        now = time.perf_counter()
+        if is_tty(stream):
+            bar = state["bar"]
+            if bar is None:
+                from tqdm import tqdm
+
+                bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, file=stream, leave=False,
+                                          dynamic_ncols=True)
+            bar.total = total
+            bar.set_postfix_str(label, refresh=False)
+            bar.update(done - bar.n)
+        elif done >= total or now - state["logged"] >= log_every:
+            state["logged"] = now
+            elapsed = now - start
+            left = elapsed / done * (total - done) if done else float("nan")
+            print(f"{desc} [{done}/{total}] {label}, {elapsed:.0f} s so far, about {left:.0f} s left",
+                  file=stream, flush=True)
+
+    try:
+        yield report
+    finally:
+        if state["bar"] is not None:
+            state["bar"].close()
