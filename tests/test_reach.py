@@ -162,22 +162,43 @@ def test_coarse_graining_identity_departs_at_first_order_and_causal_misses_at_th
     assert ctl["status"] == "fails-as-predicted", ctl
 
 
-def test_scale_route_on_the_toy_preset_agrees_with_the_expansion():
+def _toy_expansion():
+    """The six-pass route (``factorised_expansion``) on the stack, direction and probe scale_reach draws for "toy"."""
     from numerics.presets import preset
-    from proofs_check.runners.reach_scale import WINDOW, scale_reach
 
-    out = scale_reach("toy", probes=1, sweep=(0.5,), progress=False)
-    assert out["identity_at_reference"] <= out["rounding_tolerance"]          # 2.1/2.3 at s = 0
-    # the same stack, direction and probe as scale_reach draws them: its full expansion sets the tolerances
     spec = preset("toy")
     g = torch.Generator().manual_seed(1)
     xbar = torch.randn(spec.d, generator=g, dtype=torch.float64)
     direction = torch.randn(spec.T, spec.d, generator=g, dtype=torch.float64)
-    ex = R.factorised_expansion(spec.build(), xbar, direction, mf.probes(1, spec.T, spec.d, seed=2))
-    assert abs(out["predicted_coefficient"] / ex.coefficient - 1) <= 1e-12      # one nested jvp, two codes
-    assert abs(out["fitted_slope"] - 1) <= ex.slope_tolerance(WINDOW[-1])
-    # first-order departure κ̄ t(s_min) plus the rounding floor γ/e(s_min) ≤ 1e-8 (γ ≈ 1e-14, e(1e-4) ≈ 1e-5)
-    assert abs(out["measured_coefficient"] / ex.coefficient - 1) <= ex.kappa_bar * ex.t(WINDOW[0]) + 1e-8
+    return R.factorised_expansion(spec.build(), xbar, direction, mf.probes(1, spec.T, spec.d, seed=2))
+
+
+def test_scale_route_on_the_toy_preset_agrees_with_the_expansion():
+    from proofs_check.runners.reach_scale import scale_reach
+
+    out = scale_reach("toy", probes=1, sweep=(0.5,), progress=False)
+    assert out["identity_at_reference"] <= out["identity_tolerance"]          # 2.1/2.3 at s = 0
+    ex = _toy_expansion()
+    # one triple-nested pass (factorised_taylor) against six separate passes: the same derivatives
+    assert abs(out["predicted_coefficient"] / ex.coefficient - 1) <= 1e-12
+    assert abs(out["expansion"]["kappa_bar"] / ex.kappa_bar - 1) <= 1e-12
+    w, e = out["window"], [r["error"] for r in out["curve"][:2]]
+    # the slope's first-order departure plus the rounding floor's effect 2γ/(e(s_min) ln(s_max/s_min))
+    floor = out["rounding_tolerance"] / e[0]
+    assert abs(out["fitted_slope"] - 1) <= ex.slope_tolerance(w[-1]) + 2 * floor / math.log(w[-1] / w[0])
+    assert abs(out["measured_coefficient"] / ex.coefficient - 1) <= ex.kappa_bar * ex.t(w[0]) + floor
+    assert out["check"]["ok"]
+
+
+def test_scale_route_refuses_a_spread_off_by_a_factor(monkeypatch):
+    """Inputs built at twice the spread the prediction is for: the coefficient is off by 2, far outside κ̄t."""
+    from proofs_check.runners import reach_scale
+
+    at_spread = R.at_spread
+    monkeypatch.setattr(R, "at_spread", lambda xbar, direction, s: at_spread(xbar, direction, 2 * s))
+    out = reach_scale.scale_reach("toy", probes=1, sweep=(), progress=False)
+    assert not out["check"]["ok"]
+    assert abs(out["measured_coefficient"] / out["predicted_coefficient"] - 2) <= 0.05
 
 
 def test_per_token_gate_visibility_off_the_reference():

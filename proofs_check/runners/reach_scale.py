@@ -29,11 +29,11 @@ from numerics import matrix_free as mf
 from numerics import reach as R
 
 #: spreads on the fit window (each one jvp of the whole stack)
-WINDOW_POINTS = 3
+WINDOW_POINTS = 2
 #: the spread of the shipped text embedded by the imported GPT-2 (wte + wpe, T = 64; text_spread of
 #: docs/trained/gpt2-bytes-reach.json, 0.856), the top of the sweep
 TEXT_SPREAD = 0.86
-SWEEP = (0.1, 0.3, TEXT_SPREAD)
+SWEEP = (0.1, TEXT_SPREAD)
 
 
 def scale_reach(preset_name: str, *, probes: int = 1, seed: int = 0, sweep=SWEEP, progress: bool = True) -> dict:
