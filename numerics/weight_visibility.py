@@ -12,6 +12,12 @@ while the top right singular vector moves it by ε σ₁ (slope 1).  Off the ref
 invisible δ acts on X_L at first order in s (:func:`invisible_share`).  Directions are drawn from the
 weights other than W_Q, W_K (those are invisible for a reason of their own, Claim 2.4), projected on
 the null space and scaled to unit Euclidean norm over all weights.
+
+W_Q and W_K are invisible beyond first order: at 1x̄ᵀ every score row is constant over its keys for any
+W_Q, W_K, so the attention is the frozen kernel and X_L and its Jacobian J do not change at all under a
+finite perturbation of them (:func:`weight_change`, zero to rounding; :func:`rounding_condition` gives the
+condition factor of that rounding).  Off the reference they do, the output at order 2 and J·V at order 1 in
+the token spread, predicted at 1x̄ᵀ by :func:`action_change_expansion`.
 """
 
 from __future__ import annotations
@@ -85,3 +91,87 @@ def invisible_share(flat: FlatWeights, X: torch.Tensor, inv: torch.Tensor, vis: 
         d_inv = jvp(lambda th: flat.call(th, X), (flat.theta,), (inv,))[1]
         d_vis = jvp(lambda th: flat.call(th, X), (flat.theta,), (vis,))[1]
     return float(d_inv.norm() / d_vis.norm())
+
+
+# ---- W_Q, W_K as finite weight perturbations (Claim 4.1's own check) ---------------------------
+def perturbed_parameters(stack, leaves, seed: int, eps: float = 1.0) -> dict[str, torch.Tensor]:
+    """The stack's parameters with every weight whose leaf name is in ``leaves`` moved by ε times a Gaussian
+    draw of the weight's own Frobenius norm (``numerics.reach.relative_tangents``; ε = 1: a unit relative
+    perturbation of each matrix)."""
+    from numerics.reach import relative_tangents
+
+    base = {n: p.detach() for n, p in stack.named_parameters()}
+    return {**base, **{n: base[n] + eps * d for n, d in relative_tangents(stack, leaves, seed).items()}}
+
+
+def _forward(stack, params: dict):
+    return lambda x: functional_call(stack, params, (x,))
+
+
+def weight_change(stack, X: torch.Tensor, v: torch.Tensor, moved: dict) -> tuple[float, float]:
+    """(‖X_L(θ') − X_L(θ)‖/‖X_L(θ)‖, ‖J_θ'(X)v − J_θ(X)v‖/‖J_θ(X)v‖) at input X, θ' = ``moved``, probe v (T, d)."""
+    from torch.func import jvp
+
+    f0 = _forward(stack, {n: p.detach() for n, p in stack.named_parameters()})
+    f1 = _forward(stack, moved)
+    with torch.no_grad(), mf_unchecked(stack):
+        (y0, j0), (y1, j1) = jvp(f0, (X,), (v,)), jvp(f1, (X,), (v,))
+    return float((y1 - y0).norm() / y0.norm()), float((j1 - j0).norm() / j0.norm())
+
+
+def action_change_expansion(stack, xbar: torch.Tensor, direction: torch.Tensor, v: torch.Tensor, moved: dict):
+    """J·V's change of :func:`weight_change` along X = 1x̄ᵀ + tÊ, predicted at 1x̄ᵀ (``numerics.reach.Expansion``,
+    order 1: the moved scores vary over keys at O(t), and J's softmax term meets them with no further factor
+    of the deviations; the output's own change is order 2).  It vanishes identically at t = 0 for any size of
+    the Q/K perturbation.  One doubly nested jvp along Ê of x ↦ (J_θ'(x)v − J_θ(x)v, J_θ(x)v) gives n₁, n₂,
+    d₀, d₁ together."""
+    from torch.func import jvp
+
+    from numerics.reach import Expansion, centred_direction
+
+    f0 = _forward(stack, {n: p.detach() for n, p in stack.named_parameters()})
+    f1 = _forward(stack, moved)
+    X0 = xbar.expand(direction.shape[-2], -1).clone()
+    Ehat = centred_direction(direction).to(X0.dtype)
+
+    def change_and_action(x):
+        j0 = jvp(f0, (x,), (v,))[1]
+        return jvp(f1, (x,), (v,))[1] - j0, j0
+
+    def first(x):
+        return jvp(change_and_action, (x,), (Ehat,))
+
+    with torch.no_grad(), mf_unchecked(stack):
+        ((_, d0), (n1, d1)), (_, (n2, _)) = jvp(first, (X0,), (Ehat,))
+    return Expansion(1, n1, n2, d0, d1, float(X0.shape[-2]) ** 0.5 * float(xbar.norm()))
+
+
+def rounding_condition(stack, X: torch.Tensor, v: torch.Tensor) -> tuple[float, float]:
+    """(κ_X, κ_JV): how much the rounding committed in one layer can grow by the stack's end, relative to the
+    result.  Layer k rounds X_{k+1} (and the tangent E_{k+1} = J_{≤k}v) to within γ_k of its own norm; the
+    layers after it carry that error by their Jacobian J_{>k} at X_{k+1} (first order in the rounding), so
+    κ = max_k ‖J_{>k}‖₂ ‖Y_{k+1}‖/‖Y_L‖ for Y = X and Y = E (‖J_{>L−1}‖ = 1).  ‖J_{>k}‖₂ from the dense
+    (Td × Td) Jacobian of the tail stack: for the ledger's small stacks (T·d ≤ 1024)."""
+    from torch.func import jacfwd, jvp
+
+    from numerics.reach import tail_stack
+
+    T, d = X.shape[-2:]
+    if T * d > 1024:
+        raise ValueError(f"T·d = {T * d} > 1024: the dense tail Jacobians of rounding_condition are for small stacks")
+    with torch.no_grad(), mf_unchecked(stack):
+        states, tangents = [X.detach()], [v]
+        for layer in stack.layers:
+            y, e = jvp(layer, (states[-1],), (tangents[-1],))
+            states.append(y)
+            tangents.append(e)
+    L = len(stack.layers)
+    kx = ke = 1.0
+    for k in range(L - 1):
+        tail = tail_stack(stack, k + 1)
+        with torch.no_grad(), mf_unchecked(tail):
+            J = jacfwd(tail)(states[k + 1]).reshape(T * d, T * d)
+        norm = float(torch.linalg.matrix_norm(J, ord=2))
+        kx = max(kx, norm * float(states[k + 1].norm() / states[L].norm()))
+        ke = max(ke, norm * float(tangents[k + 1].norm() / tangents[L].norm()))
+    return kx, ke

@@ -196,6 +196,41 @@ def test_a_declared_generated_function_never_called_is_refused(monkeypatch):
     assert f"declared generated function {unused} was never called" in entry["detail"]
 
 
+# ---- 6. 4.1 as weight perturbations ----------------------------------------------------------------
+def _weight_rows(entry):
+    return [r for r in entry["numeric"]["table"] if "Δ(J·v) (rel.)" in r]
+
+
+def test_4_1_refuses_w_v_perturbed_instead_of_w_q_w_k(monkeypatch):
+    """The value weights moved in W_Q, W_K's place: X_L and J·v change at O(1), ≫ 2γκ ≈ 1e-13, and 4.1 fails."""
+    from numerics import weight_visibility as WV
+
+    perturbed = WV.perturbed_parameters
+    monkeypatch.setattr(WV, "perturbed_parameters", lambda st, leaves, seed, eps=1.0: perturbed(st, ("W_V",), seed, eps))
+    entry = run_claim("4.1", CheckContext())
+    assert entry["status"] == "failed"
+    assert all(r["Δ(J·v) (rel.)"] > 1e6 * r["2γκ"] for r in _weight_rows(entry))
+
+
+def test_4_1_refuses_a_weight_check_measured_off_the_reference(monkeypatch):
+    """The weight change measured at a state of spread ≈ 1e-4 instead of 1x̄ᵀ: J·v moves at first order, c₁·1e-4
+    ≫ 2γκ, and 4.1 fails; the unmutated check passes (the ledger's own run, test_visibility)."""
+    from numerics import weight_visibility as WV
+    from numerics.reach import at_spread, centred_direction, token_mean
+
+    change = WV.weight_change
+    g = torch.Generator().manual_seed(0)
+
+    def off(st, X, v, moved):
+        return change(st, at_spread(token_mean(X), centred_direction(torch.randn(X.shape, generator=g,
+                                                                                 dtype=X.dtype)), 1e-4), v, moved)
+
+    monkeypatch.setattr(WV, "weight_change", off)
+    entry = run_claim("4.1", CheckContext())
+    assert entry["status"] == "failed"
+    assert all(r["Δ(J·v) (rel.)"] > 1e3 * r["2γκ"] for r in _weight_rows(entry))
+
+
 # ---- 5. time limits -------------------------------------------------------------------------------
 def _hang(*args, **kwargs):
     while True:

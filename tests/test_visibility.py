@@ -80,6 +80,50 @@ def test_causal_first_token_untouched():
     assert float(nv.persistent_response(stack, _xbar(8, 0), p, DELTAS).max()) == 0.0
 
 
+def _qk_setup(kernel, seed):
+    from numerics import matrix_free as mf
+
+    spec = StackSpec(T=8, d=4, layers=3, heads=2, kernel=kernel, P=4, seed=seed, knobs={"value_scale": 1.0})
+    stack = spec.build()
+    return spec, stack, _xbar(4, seed), mf.probes(1, 8, 4, seed=seed + 3)[0], mf.rounding_tolerance(8, 4, 3, torch.float64)
+
+
+@pytest.mark.parametrize("kernel", ["causal", "full"])
+def test_qk_weight_perturbation_invisible_at_the_reference(kernel):
+    """W_Q, W_K moved by their own norm: X_L and J·v unchanged at 1x̄ᵀ to 2γκ (two evaluations, each within γ of
+    the exact value times the rounding condition κ); control: W_V moved the same way changes both at O(1)."""
+    from numerics import weight_visibility as WV
+    from numerics.reach import QK
+
+    _, stack, xbar, v, gamma = _qk_setup(kernel, 0)
+    X0 = nv.homogeneous(stack, xbar)
+    kx, kj = WV.rounding_condition(stack, X0, v)
+    assert 1.0 <= kx <= 10 and 1.0 <= kj <= 10          # a small stack is well conditioned
+    dx, dj = WV.weight_change(stack, X0, v, WV.perturbed_parameters(stack, QK, 5))
+    assert dx <= 2 * gamma * kx and dj <= 2 * gamma * kj
+    dx, dj = WV.weight_change(stack, X0, v, WV.perturbed_parameters(stack, ("W_V",), 5))
+    assert dx > 1e-3 and dj > 1e-3
+
+
+def test_qk_weight_perturbation_visible_off_the_reference_by_the_predicted_amount():
+    """Off 1x̄ᵀ the same perturbation changes J·v at first order in the spread, by c₁s with c₁ predicted at the
+    reference, and X_L at second order (slope 2 over one decade: 2 ± 0.01, the first-order departure at s ≤ 1e-3)."""
+    from numerics import weight_visibility as WV
+    from numerics.reach import QK, at_spread
+    from proofs_check.claims.visibility import weight_invisibility
+
+    spec, stack, xbar, v, _ = _qk_setup("causal", 1)
+    row = weight_invisibility(spec)
+    assert row["error"] <= 1.0 and row["control_ok"], row
+    # c₁s_c against the measured change, within the first-order departure κ̄t = 1e-3 (plus its square)
+    assert abs(row["control_jv_change"] / row["predicted_jv_change"] - 1) <= 1.1e-3
+    direction = torch.randn(8, 4, generator=torch.Generator().manual_seed(spec.seed + 9), dtype=torch.float64)
+    moved = WV.perturbed_parameters(stack, QK, spec.seed + 10)
+    s = row["control_spread"]
+    dx = [WV.weight_change(stack, at_spread(xbar, direction, r), v, moved)[0] for r in (s / 10, s)]
+    assert abs(loglog_fit([s / 10, s], dx).slope - 2) <= 0.01
+
+
 @given(stack_specs(kernels=("full",)), st.sampled_from(["causal", "full"]))
 @example(StackSpec(T=8, d=8, layers=2, heads=2, kernel="full", seed=0), "causal")
 @example(StackSpec(T=32, d=8, layers=2, heads=2, kernel="full", seed=2), "full")
