@@ -64,6 +64,34 @@ def ascii_float(text: str) -> float:
     return value
 
 
+def seed_value(text: str) -> int:
+    """``--seed``: an integer in ASCII digits, 0 ≤ N < 2**63 − 1 (every command's seed range)."""
+    import argparse
+
+    value = ascii_int(text)
+    if not 0 <= value < SEED_MAX:
+        raise argparse.ArgumentTypeError(f"seed={value} is out of range: a seed is an integer with 0 ≤ N < 2**63 - 1")
+    return value
+
+
+def device_name(text: str) -> str:
+    """``--device``: cpu, cuda, or auto (cuda when CUDA is available, else cpu), returned resolved to
+    cpu or cuda; cuda on a machine without CUDA is refused here, before any work."""
+    import argparse
+
+    if text not in DEVICES:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(DEVICES)})")
+    if text == "cpu":
+        return text
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if text == "cuda":
+        raise argparse.ArgumentTypeError("'cuda' was requested but CUDA is not available on this machine")
+    return "cpu"
+
+
 def memory_size(text: str) -> int:
     """Bytes from ``123``, ``512M``, ``2GB``, ``1.5GiB`` (binary units: K = 1024)."""
     import argparse

@@ -171,11 +171,11 @@ def sweep_scenario(out: Path) -> int:
 
     import distributed
 
-    from proofs_check.claims import on_stack
+    from proofs_check.claims import registry
     from proofs_check.cli import main
     from proofs_check.sweep import run as sweep_run
 
-    on_stack.on_stack(CLAIM, specs=lambda arch, ctx: [])(_toy)
+    registry.on_stack(CLAIM, specs=lambda arch, ctx: [])(_toy)
 
     @contextlib.contextmanager
     def in_process(scheduler=None, workers=None):
@@ -207,7 +207,7 @@ def test_sweep_survives_a_crash_at_every_write(tmp_path):
     import distributed  # noqa: F401  (imported once for the children)
     import matplotlib.pyplot  # noqa: F401
 
-    import proofs_check.sweep.command  # noqa: F401
+    import proofs_check.cli.sweep  # noqa: F401
     import proofs_check.sweep.figures  # noqa: F401
     import proofs_check.sweep.run  # noqa: F401
     from proofs_check.sweep.grid import source_hash

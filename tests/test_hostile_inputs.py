@@ -150,19 +150,19 @@ CLI: list[Case] = [
     Case(["reproduce", "--out", "/proc/fastslow-out"], 2, "not writable"),
     Case(["reproduce", "--device", "tpu"], 2, "--device"),
     # matrix
-    Case(["matrix", "--ledger", "missing.json"], 2, "--ledger missing.json: no such file"),
-    Case(["matrix", "--ledger", "sub"], 2, "is a directory", setup="dir:sub"),
-    Case(["matrix", "--ledger", "bad.json"], 2, "not JSON", setup="text:bad.json:{not json"),
-    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims", setup='text:wrong.json:{"ledger": []}'),
-    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims[0].status",
+    Case(["grid", "--ledger", "missing.json"], 2, "--ledger missing.json: no such file"),
+    Case(["grid", "--ledger", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["grid", "--ledger", "bad.json"], 2, "not JSON", setup="text:bad.json:{not json"),
+    Case(["grid", "--ledger", "wrong.json"], 2, "field claims", setup='text:wrong.json:{"ledger": []}'),
+    Case(["grid", "--ledger", "wrong.json"], 2, "field claims[0].status",
          setup='text:wrong.json:{"claims": [{"id": "2.1"}]}'),
-    Case(["matrix", "--ledger", "wrong.json"], 2, "field claims[0].id",
+    Case(["grid", "--ledger", "wrong.json"], 2, "field claims[0].id",
          setup='text:wrong.json:{"claims": [{"status": "verified"}]}'),
-    Case(["matrix", "--ledger", "wrong.json"], 2, "field (top level)",
+    Case(["grid", "--ledger", "wrong.json"], 2, "field (top level)",
          setup='text:wrong.json:[1, 2, 3]'),
-    Case(["matrix", "--claim", "9.9"], 2, "--claim 9.9"),
-    Case(["matrix", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
-    Case(["matrix", "--quick", "--full"], 2, "--full"),
+    Case(["grid", "--claim", "9.9"], 2, "--claim 9.9"),
+    Case(["grid", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    Case(["grid", "--quick", "--full"], 2, "--full"),
     # mutate
     Case(["mutate", "--theory-only", "--equivalents", "x.md"], 2, "cannot go with --theory-only"),
     Case(["mutate", "--code-only", "--only", "G-sign-flip"], 2, "--only names theory mutants"),
@@ -309,12 +309,11 @@ def _train_config(**kw):
 
 
 def _evaluate(claim, spec):
-    from proofs_check.claims import on_stack
     from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import load_checks
+    from proofs_check.claims.registry import evaluate, load_checks
 
     load_checks()
-    return on_stack.evaluate(claim, spec, CheckContext())
+    return evaluate(claim, spec, CheckContext())
 
 
 def _jacobian_apply(V=None, arch="preln"):

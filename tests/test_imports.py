@@ -90,7 +90,7 @@ def test_no_import_cycles():
 
 
 @pytest.mark.parametrize("pair", [("numerics.stack", "numerics.architectures"),
-                                  ("proofs_check.report.reproduce", "proofs_check.cli")])
+                                  ("proofs_check.report.reproduce", "proofs_check.cli.reproduce")])
 def test_the_detector_sees_a_planted_cycle(pair):
     """Negative control: adding the reverse edge of a real one-way dependency must be reported."""
     g = graph()

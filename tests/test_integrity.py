@@ -48,7 +48,7 @@ def test_tampered_file_is_named(generated):
     assert path.endswith("factorisation.py") and "hand edit" in reason
 
 
-@pytest.mark.parametrize("argv", [["check", "--claim", "2.1"], ["matrix", "--claim", "2.1"],
+@pytest.mark.parametrize("argv", [["check", "--claim", "2.1"], ["grid", "--claim", "2.1"],
                                   ["reproduce", "--quick"]])
 def test_commands_refuse_a_tampered_tree_before_work(argv, generated, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)

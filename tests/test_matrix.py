@@ -75,7 +75,7 @@ def test_cli_matrix_json(tmp_path, capsys):
     from proofs_check.cli import main
 
     out = tmp_path / "m.json"
-    assert main(["matrix", "--only-arch", "looped", "--claim", "1.2", "--json", str(out), "--no-progress"]) == 0
+    assert main(["grid", "--only-arch", "looped", "--claim", "1.2", "--json", str(out), "--no-progress"]) == 0
     cells = json.loads(out.read_text())["cells"]
     assert cells == [c for c in cells if c["claim"] == "1.2" and c["arch"] == "looped"] and len(cells) == 1
     assert "holds" in capsys.readouterr().out

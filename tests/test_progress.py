@@ -30,3 +30,63 @@ def test_terminal_gets_a_bar_and_the_same_lines():
 def test_disabled_prints_nothing():
     log = io.StringIO()
     assert list(track(range(3), "x", stream=log, enabled=False)) == [0, 1, 2] and log.getvalue() == ""
+
+
+def test_steps_in_a_log_reports_the_last_unit_with_the_time_left():
+    from proofs_check.progress import steps
+
+    log = io.StringIO()
+    with steps("certificate", stream=log, log_every=3600) as report:
+        for i in range(1, 5):
+            report(i, 4, f"unit {i}")
+    lines = log.getvalue().splitlines()  # throttled: only the last unit within the hour
+    assert len(lines) == 1 and lines[0].startswith("certificate [4/4] unit 4, ") and "about 0 s left" in lines[0]
+
+
+def test_steps_on_a_terminal_is_a_bar_with_the_time_left():
+    from proofs_check.progress import steps
+
+    tty = Terminal()
+    with steps("certificate", stream=tty) as report:
+        report(1, 2, "first")
+        report(2, 2, "second")
+    text = tty.getvalue()
+    assert "certificate" in text and "2/2" in text and "<" in text  # tqdm's [elapsed<remaining]
+
+
+def test_silenced_turns_off_track_and_steps():
+    from proofs_check.progress import silenced, steps
+
+    log = io.StringIO()
+    with silenced():
+        assert list(track([1, 2], "x", stream=log)) == [1, 2]
+        with steps("y", stream=log, log_every=0) as report:
+            report(1, 1, "z")
+    assert log.getvalue() == ""
+
+
+def test_gate_certificate_counts_every_unit_it_reports():
+    """numerics calls the callback once per unit, done = 1 … total, the total fixed up front."""
+    from numerics import random_stack
+    from numerics.stability import gate_certificate
+
+    stack = random_stack(8, 4, 2, 2, "causal", P=4, seed=0)
+    calls = []
+    gate_certificate(stack, progress=lambda done, total, label: calls.append((done, total, label)))
+    L = 2
+    assert [c[0] for c in calls] == list(range(1, len(calls) + 1))
+    assert {c[1] for c in calls} == {len(calls)}
+    # factorisation route: per layer the slow branch and the MLP shift, one fast-map step, 2L norms, the enclosure
+    assert len(calls) == 2 * L + 1 + 2 * L + 1
+    assert calls[-1][2].startswith("interval enclosure")
+
+
+def test_simulate_reports_the_certificate_s_progress(capsys):
+    """``simulate``'s gate certificate, the bulk of its run, shows progress (here a log: one line at the end)."""
+    from proofs_check.experiments.simulate import simulate
+
+    simulate(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu")
+    err = capsys.readouterr().err
+    assert "simulate: gate certificate [10/10] interval enclosure of μ and g*" in err, err
+    simulate(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu", progress=False)
+    assert capsys.readouterr().err == ""

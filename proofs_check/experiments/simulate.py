@@ -14,7 +14,7 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
              seed: int, device: str = "auto", slow_kernel: str = "causal", value_scale: float = 0.0,
              decay: float = 0.0, batch: int = 1, strict: bool = False,
              ln_gain: float = 1.0, weight_scale: float = 1.0, max_memory: int | None = None,
-             certificate: bool = True) -> dict:
+             certificate: bool = True, progress: bool = True) -> dict:
     """Run one random input through a random stack; return a JSON-ready summary.
 
     The summary holds input/output norms, the reference trajectory's homogeneity
@@ -24,7 +24,8 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
     (``numerics.stability.gate_certificate``) and a warning when |gate| exceeds the certified
     bound or no gate is certified; ``strict=True`` turns that warning into a ValueError.
     ``certificate=False`` skips the certificate; its time is ``seconds['certificate']`` (the
-    slow-mode maps and their n·d-square spectral norms: about 2 s at the CLI's defaults).
+    slow-mode maps and their n·d-square spectral norms: seconds at the CLI's defaults on idle cores,
+    minutes on loaded ones), shown as a progress bar with the time left unless ``progress=False``.
 
     Every argument is checked before any work (``proofs_check.validation.validate_simulate``),
     including the memory every stage of the run needs (the certificate included, when it runs)
@@ -68,7 +69,7 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
             summary["reference_note"] = "gate != 0: the reference trajectory is not token-homogeneous"
     certified = time.perf_counter()
     if P and certificate:
-        _gate_check(stack, gate, strict, summary)
+        _gate_check(stack, gate, strict, summary, progress)
     elif P:
         summary["gate_certificate_text"] = "gate bound not computed (--no-certificate)"
     summary["seconds"] = {"build": built - start, "forward": ran - built,
@@ -76,9 +77,10 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
     return summary
 
 
-def _gate_check(stack, gate: float, strict: bool, summary: dict) -> None:
+def _gate_check(stack, gate: float, strict: bool, summary: dict, progress: bool = True) -> None:
     """Certify g* for the drawn stack (Claim 5.1) and warn (or, strict, fail) past it."""
     from numerics.stability import AUTOGRAD_LIMIT, gate_certificate, resolve_method
+    from proofs_check.progress import steps
 
     cfg = stack.config
     method = resolve_method(stack)
@@ -88,7 +90,8 @@ def _gate_check(stack, gate: float, strict: bool, summary: dict) -> None:
         summary["gate_certificate_text"] = note
         summary.setdefault("warnings", []).append(note)
         return
-    cert = gate_certificate(stack, method=method)
+    with steps("simulate: gate certificate", enabled=progress) as report:
+        cert = gate_certificate(stack, method=method, progress=report)
     e = cert.enclosure
     summary["gate_certificate"] = cert.as_dict()
     summary["gate_certificate_text"] = str(cert)

@@ -25,14 +25,12 @@ its learning rate).
 
 from __future__ import annotations
 
-import argparse
 import json
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from proofs_check.experiments.train import DEFAULT_OUT, TextConfig
-from proofs_check.experiments.train import add_parser as add_train_parser
+from proofs_check.experiments.train import TextConfig
 
 ARMS = ("coupled", "frozen")
 SEEDS = (0, 1, 2)
@@ -311,64 +309,3 @@ def format_result(result: dict) -> str:
             + ", ".join(f"{g:+.3f}" for g in r["gates_final"])
             + f" ({r['tokens'] / r['seconds']:.0f} tokens/s)" for r in result["runs"]]
     return "\n".join(rows + [statement(result), f"(gap per seed: {', '.join(f'{g:+.4f}' for g in s['gap_per_seed'])})"])
-
-
-
-# ---------------------------------------------------------------- the command
-def add_parser(sub) -> None:
-    """``fastslow train``, with the experiment's options (``proofs_check.experiments.train.add_parser`` plus this group)."""
-    from proofs_check.validation import ascii_int
-
-    p = add_train_parser(sub)
-    g = p.add_argument_group("Claim 7.3 on text (--experiment 7.3)")
-    g.add_argument("--experiment", choices=("7.3",), default=None,
-                   help="train the hierarchical stack with learnt gates and with gates frozen at 0, for each of "
-                        "--seeds, from the same weights on the same batches, and report the loss gap and the gates")
-    g.add_argument("--seeds", type=ascii_int, nargs="+", default=None, help="the experiment's seeds (default 0 1 2)")
-    g.add_argument("--workers", type=ascii_int, default=None, help="the experiment's runs at once (default 1)")
-    g.add_argument("--json", metavar="FILE", help="write the experiment's result as JSON")
-    g.add_argument("--figure", metavar="FILE.png", help="write the experiment's figure (loss and gates over steps)")
-    p.set_defaults(run=cmd_train_or_experiment)
-
-
-def cmd_train_or_experiment(args: argparse.Namespace) -> int:
-    from proofs_check.experiments.train import cmd_train
-
-    if args.experiment:
-        return cmd_experiment(args)
-    for flag in ("seeds", "workers", "json", "figure"):
-        if getattr(args, flag) is not None:
-            raise ValueError(f"--{flag} belongs to --experiment 7.3")
-    return cmd_train(args)
-
-
-def cmd_experiment(args: argparse.Namespace) -> int:
-    from numerics.io import write_json
-
-    if args.arch == "preln":
-        raise ValueError("--experiment 7.3 trains --arch hierarchical (with and without its gates), not preln")
-    if args.freeze_gates:
-        raise ValueError("--freeze-gates cannot go with --experiment 7.3 (it trains both arms)")
-    if args.seed is not None:
-        raise ValueError("--seed is one run's seed: --experiment 7.3 takes --seeds")
-    cfg = TextConfig(arch="hierarchical", d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
-                     tokens=args.tokens, batch=args.batch, eval_every=args.eval_every)
-    from proofs_check.validation import check_output_file
-
-    if args.figure and Path(args.figure).suffix not in (".png", ".pdf"):
-        raise ValueError(f"--figure {args.figure}: give a .png or .pdf file")
-    if args.json:
-        check_output_file(args.json, "--json")
-    if args.figure:
-        check_output_file(args.figure, "--figure")
-    if args.workers is not None and args.workers < 1:
-        raise ValueError(f"--workers={args.workers} must be a positive integer")
-    out = Path(args.out) if args.out else DEFAULT_OUT
-    result = run(out, cfg, tuple(args.seeds) if args.seeds else SEEDS, workers=args.workers or 1,
-                    progress=not args.no_progress)
-    print(format_result(result))
-    if args.json:
-        write_json(args.json, result)
-    if args.figure:
-        write_figure(result, args.figure)
-    return 0

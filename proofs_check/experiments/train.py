@@ -11,7 +11,6 @@ stack's spec, the corpus's sha256 and unigram entropy, and the package and git v
 
 from __future__ import annotations
 
-import argparse
 import math
 import subprocess
 from dataclasses import asdict, dataclass
@@ -191,59 +190,3 @@ SMALL = TextConfig(arch="preln", d=16, layers=3, heads=2, T=16, P=8, tokens=200_
 #: (2.93 nats/byte against the unigram 3.14).
 FIGURE = TextConfig(arch="preln", d=16, layers=4, heads=2, T=32, P=8, tokens=400_000, batch=64,
                     eval_every=25, eval_windows=64)
-
-
-# ---------------------------------------------------------------- the command
-def add_parser(sub):
-    from proofs_check.validation import ascii_int
-
-    p = sub.add_parser("train", help="train the stack on the CPython documentation text (a checkpoint folder)",
-                       description="Train the untied stack (preln, or hierarchical with the gated slow path) on "
-                                   "the bytes of pydoc_data.topics; resumable; writes a checkpoint folder for "
-                                   "`fastslow check --stack`.")
-    p.add_argument("--arch", choices=ARCHS, default=None,
-                   help="preln | hierarchical (default preln; hierarchical with --experiment)")
-    p.add_argument("--d", type=ascii_int, default=128, help="model width (default 128)")
-    p.add_argument("--layers", type=ascii_int, default=6, help="depth L (default 6)")
-    p.add_argument("--heads", type=ascii_int, default=4, help="attention heads, must divide d (default 4)")
-    p.add_argument("--T", type=ascii_int, default=256, help="context length in bytes (default 256)")
-    p.add_argument("--P", type=ascii_int, default=8, help="block length of the slow path (hierarchical; default 8)")
-    p.add_argument("--tokens", type=ascii_int, default=500_000, help="training tokens (default 500000)")
-    p.add_argument("--batch", type=ascii_int, default=8, help="windows per step (default 8)")
-    p.add_argument("--eval-every", type=ascii_int, default=50, help="validation loss every K steps (default 50)")
-    p.add_argument("--seed", type=ascii_int, default=None, help="seed of the weights and the batches (default 0)")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="where to train (default cpu)")
-    p.add_argument("--out", metavar="DIR", help=f"checkpoint folder (default {DEFAULT_OUT}/<config label>); "
-                                                "an existing checkpoint of the same run is resumed")
-    p.add_argument("--freeze-gates", action="store_true",
-                   help="hierarchical: keep every gate at 0 (the fast-only model at the same compute)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(run=cmd_train)
-    return p
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    import torch
-
-    from numerics import resolve_device
-    from numerics.corpus import ByteCorpus, unigram_entropy
-
-    cfg = TextConfig(arch=args.arch or "preln", d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
-                     tokens=args.tokens, seed=0 if args.seed is None else args.seed, batch=args.batch,
-                     eval_every=args.eval_every, freeze_gates=args.freeze_gates)
-    out = Path(args.out) if args.out else DEFAULT_OUT / cfg.label()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a checkpoint folder")
-    device = str(resolve_device(args.device))
-    manifest = train_text(cfg, out, device=device, progress=not args.no_progress)
-    curves = manifest["curves"]
-    corpus = ByteCorpus.load()
-    h_val = unigram_entropy(corpus.validation.to(torch.uint8).numpy().tobytes())
-    rate = curves["tokens"] / curves["seconds"] if curves["seconds"] else float("nan")
-    print(f"{out}: {manifest['step']} steps, {curves['tokens']} tokens, {rate:.0f} tokens/s on {device}; "
-          f"validation loss {curves['eval_loss'][0]:.3f} → {curves['eval_loss'][-1]:.3f} nats/byte "
-          f"(unigram entropy of the validation text {h_val:.3f})")
-    if manifest.get("arch") == "hierarchical":
-        print("gates: " + ", ".join(f"{g[-1]:+.4f}" for g in curves["gates"]))
-    return 0
-

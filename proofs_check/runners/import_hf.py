@@ -20,7 +20,6 @@ and the field, before any file is written.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 KIND = "hf-gpt2"
@@ -112,31 +111,3 @@ def import_hf(path: str | Path, out: str | Path, T: int | None = None, verify: b
     ckpt.save(out, {"model": {f"stack.{k}": v for k, v in stack.state_dict().items()}, "outside": outside},
               manifest)
     return ckpt.read_manifest(out)
-
-
-def add_parser(sub) -> None:
-    from proofs_check.validation import ascii_int
-
-    p = sub.add_parser("import-hf", help="a local Hugging Face GPT-2 checkpoint folder as a fastslow checkpoint "
-                                         "(for check --stack)",
-                       description=__doc__.split("\n\n")[1])
-    p.add_argument("path", metavar="PATH", help="folder with config.json and model.safetensors or pytorch_model.bin")
-    p.add_argument("--out", required=True, metavar="DIR", help="the fastslow checkpoint folder to write")
-    p.add_argument("--T", type=ascii_int, default=None,
-                   help="tokens of the imported stack (default: the config's n_positions); 2 ≤ T ≤ n_positions")
-    p.add_argument("--no-verify", action="store_true",
-                   help="skip holding the stack against transformers' own forward pass")
-    p.set_defaults(run=cmd_import_hf)
-
-
-def cmd_import_hf(args: argparse.Namespace) -> int:
-    from proofs_check.validation import check_output_dir
-
-    check_output_dir(args.out)
-    manifest = import_hf(args.path, args.out, T=args.T, verify=not args.no_verify)
-    spec, check = manifest["spec"], manifest["hf_agreement"]
-    agree = ("not checked (transformers is not installed)" if check is None else
-             f"hidden states match transformers to {check['max_relative_error']:.1e} (bound {check['tolerance']:.1e})")
-    print(f"{args.out}: GPT-2 T={spec['T']} d={spec['d']} L={spec['layers']} heads={spec['heads']} from "
-          f"{manifest['source']['weights']}; {agree}; run `fastslow check --stack {args.out}`")
-    return 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-DEVICES = ("cpu", "cuda")
+from proofs_check.cli.options import add_device, add_no_progress, add_out
 
 
 def add_parser(sub) -> None:
@@ -30,15 +30,15 @@ def add_parser(sub) -> None:
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--max-tasks", type=ascii_int, metavar="N", default=MAX_TASKS,
                    help=f"refuse a grid of more than N tasks (points × seeds; default {MAX_TASKS})")
-    p.add_argument("--out", metavar="DIR", help="where the results go (default out/sweeps/<spec name>)")
+    add_out(p, None, shown="out/sweeps/<spec name>")
     p.add_argument("--resume", action="store_true", help="keep the rows already in --out, run only the others")
     p.add_argument("--figures", metavar="DIR", help="draw the spec's phase diagrams from the results into DIR")
-    p.add_argument("--device", choices=DEVICES, default="cpu", help="where the stacks run (default cpu)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(run=cmd_sweep)
+    add_device(p)
+    add_no_progress(p)
+    p.set_defaults(run=run)
 
 
-def cmd_sweep(args) -> int:
+def run(args) -> int:
     from proofs_check.sweep import spec as sweep_spec
 
     if args.list:
@@ -55,10 +55,6 @@ def cmd_sweep(args) -> int:
         raise ValueError(f"--max-tasks={args.max_tasks} must be ≥ 1")
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
-    if args.device == "cuda":
-        from numerics import resolve_device
-
-        resolve_device("cuda")  # exit 2 here when there is no GPU, not on every worker
     if args.figures is not None:
         from numerics import outdir
         from proofs_check.validation import check_output_dir
