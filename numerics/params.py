@@ -15,7 +15,7 @@ import math
 import numbers
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 #: the seed range: torch.Generator.manual_seed takes 64-bit seeds and simulate uses seed + 1.
 SEED_MAX = 2**63 - 1
@@ -29,7 +29,8 @@ class InvalidInput(ValueError):
     """Bad input, refused before any work: one line naming the parameter."""
 
 
-# -- field types -------------------------------------------------------------------------
+# -- field types: each refuses with a "must ..." phrase naming what is allowed, and states the same
+# -- bound as a Field constraint, so that the published JSON Schema carries it -----------------
 def _integral(value):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError("must be an integer")
@@ -52,21 +53,61 @@ def _real(value):
     return float(value)
 
 
+def _seed(value):
+    value = _integral(value)
+    if not 0 <= value <= SEED_MAX:
+        raise ValueError(f"is out of range: a seed is an integer in [0, 2**63 - 1 = {SEED_MAX}]")
+    return value
+
+
+def bounded(low: float, *, strict: bool = False, why: str = "", optional: bool = False):
+    """A finite real ≥ ``low`` (> ``low`` when ``strict``); ``why`` says what the bound means."""
+    def check(value):
+        if optional and value is None:
+            return None
+        value = _real(value)
+        if value < low or (strict and value == low):
+            relation = "positive" if strict and low == 0 else (f"> {low:g}" if strict else f">= {low:g}")
+            raise ValueError(f"must be {relation}" + (f" ({why})" if why else ""))
+        return value
+
+    number = Annotated[float, Field(gt=low) if strict else Field(ge=low)]
+    return Annotated[number | None if optional else number, BeforeValidator(check)]
+
+
+def one_of(names: tuple, optional: bool = False):
+    """A string from ``names`` (or None when ``optional``), refused with the list."""
+    def check(value):
+        if optional and value is None:
+            return None
+        if value not in names:
+            raise ValueError(f"is not one of {', '.join(map(str, names))}")
+        return value
+
+    kind = str | None if optional else str
+    return Annotated[kind, BeforeValidator(check), Field(json_schema_extra={"enum": [*names, *([None] * optional)]})]
+
+
 Int = Annotated[int, BeforeValidator(_integral)]
-PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
-OptionalPositiveInt = Annotated[int | None, BeforeValidator(_optional_positive_int)]
+PositiveInt = Annotated[Annotated[int, Field(ge=1)], BeforeValidator(_positive_int)]
+OptionalPositiveInt = Annotated[Annotated[int, Field(ge=1)] | None, BeforeValidator(_optional_positive_int)]
 Real = Annotated[float, BeforeValidator(_real)]
+Seed = Annotated[Annotated[int, Field(ge=0, le=SEED_MAX)], BeforeValidator(_seed)]
+
+
+def _where(loc) -> str:
+    return ".".join(str(part) for part in loc)
 
 
 def _message(exc: ValidationError, data: dict) -> str:
-    """The first pydantic error as one line naming the parameter and its value."""
+    """The first pydantic error as one line naming the parameter (dotted when nested) and its value."""
     err = exc.errors()[0]
     loc = err["loc"]
-    name = str(loc[0]) if loc else "input"
+    name = _where(loc) if loc else "input"
     if err["type"] == "value_error":
         text = str(err["ctx"]["error"])
         if text.startswith(("must ", "is ")) and loc:
-            value = data.get(loc[0], err.get("input"))
+            value = data.get(loc[0], err.get("input")) if len(loc) == 1 else err.get("input")
             return f"{name}={value!r} {text}"
         return text
     if err["type"] == "extra_forbidden":
@@ -106,7 +147,31 @@ def check_representable(name: str, value: float, dtype) -> None:
 
 
 # -- the stack --------------------------------------------------------------------------
-class StackParams(BaseModel):
+class StackKnobs(BaseModel):
+    """The knobs of ``random_stack`` beyond its sizes, kernel and seed (docs/theory.md §0): each one's
+    type, range and default.  A spec's ``knobs`` (``numerics.spec.StackSpecModel``) and a sweep's
+    axes name these and only these (:data:`KNOBS`)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    gate: Real = Field(0.0, description="the slow path's gate g (needs P)")
+    mlp_ratio: PositiveInt = Field(4, description="the MLP's width over d")
+    weight_path: one_of(("smooth",), optional=True) = Field(
+        None, description="None: i.i.d. layers; 'smooth': θ_ℓ = θ(ℓh) on a smooth path")
+    slow_kernel: str = Field("causal", description="the slow path's kernel: causal or full (numerics.kernels)")
+    block_size: OptionalPositiveInt = Field(None, description="the block kernel's block length (divides T)")
+    value_scale: bounded(0, why="W_VO ≈ c·I + noise, c ≥ 0") = 0.0
+    weight_scale: bounded(0, strict=True) = Field(1.0, description="the scale of the weights' noise")
+    decay: bounded(0, why="X' = (1 - h*decay) X + ...") = 0.0
+    ln_gain: bounded(0, why="the LN gains are drawn as γ ≈ ln_gain + noise, a scale") = 1.0
+    step: bounded(0, strict=True, why="the depth step h, the LN eps", optional=True) = Field(
+        None, description="the depth step h (default 1/L; GPT-2: 1)")
+    activation: one_of(ACTIVATION_NAMES) = Field("gelu", description="the MLP's activation")
+    ln_eps: bounded(0, strict=True, why="the depth step h, the LN eps") = 1e-5
+    attn_bias: bool = Field(False, description="draw the attention biases b_Q, b_O (GPT-2's block)")
+
+
+class StackParams(StackKnobs):
     """The arguments of ``random_stack`` (docs/theory.md §0), each checked before a weight is drawn."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -117,70 +182,8 @@ class StackParams(BaseModel):
     heads: PositiveInt
     kernel: str
     P: OptionalPositiveInt = None
-    gate: Real = 0.0
-    seed: Int = 0
-    mlp_ratio: PositiveInt = 4
-    weight_path: str | None = None
-    slow_kernel: str = "causal"
-    block_size: OptionalPositiveInt = None
-    value_scale: Real = 0.0
-    weight_scale: Real = 1.0
-    decay: Real = 0.0
-    ln_gain: Real = 1.0
+    seed: Seed = 0
     dtype: Any = None
-    step: Annotated[float | None, BeforeValidator(lambda v: None if v is None else _real(v))] = None
-    activation: str = "gelu"
-    ln_eps: Real = 1e-5
-    attn_bias: bool = False
-
-    @field_validator("step", "ln_eps")
-    @classmethod
-    def _positive_real(cls, value: float | None) -> float | None:
-        if value is not None and value <= 0:
-            raise ValueError("must be positive (the depth step h, the LN eps)")
-        return value
-
-    @field_validator("activation")
-    @classmethod
-    def _activation(cls, value: str) -> str:
-        if value not in ACTIVATION_NAMES:
-            raise ValueError(f"is not one of {', '.join(ACTIVATION_NAMES)}")
-        return value
-
-    @field_validator("seed")
-    @classmethod
-    def _seed(cls, value: int) -> int:
-        if not 0 <= value <= SEED_MAX:
-            raise ValueError(f"is out of range: a seed is an integer in [0, 2**63 - 1 = {SEED_MAX}]")
-        return value
-
-    @field_validator("weight_scale")
-    @classmethod
-    def _weight_scale(cls, value: float) -> float:
-        if value <= 0:
-            raise ValueError("must be positive")
-        return value
-
-    @field_validator("decay")
-    @classmethod
-    def _decay(cls, value: float) -> float:
-        if value < 0:
-            raise ValueError("must be >= 0 (X' = (1 - h*decay) X + ...)")
-        return value
-
-    @field_validator("value_scale")
-    @classmethod
-    def _value_scale(cls, value: float) -> float:
-        if value < 0:
-            raise ValueError("must be >= 0 (W_VO ≈ c·I + noise, c ≥ 0)")
-        return value
-
-    @field_validator("ln_gain")
-    @classmethod
-    def _ln_gain(cls, value: float) -> float:
-        if value < 0:
-            raise ValueError("must be >= 0 (the LN gains are drawn as γ ≈ ln_gain + noise, a scale)")
-        return value
 
     @model_validator(mode="after")
     def _structure(self) -> "StackParams":
@@ -200,8 +203,6 @@ class StackParams(BaseModel):
             raise ValueError("kernel='block' needs block_size or P to define its blocks")
         if self.gate != 0.0 and self.P is None:
             raise ValueError(f"gate={self.gate} needs the slow path: set P (block length)")
-        if self.weight_path not in (None, "smooth"):
-            raise ValueError(f"weight_path={self.weight_path!r} is not one of None, 'smooth'")
         dtype = self.dtype if self.dtype is not None else torch.float64
         if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
@@ -221,25 +222,8 @@ def validate_stack(**kwargs) -> StackParams:
     return params
 
 
-# -- a stack spec's entries (numerics.spec.StackSpec) ---------------------------------------
-#: the fields of a ``StackSpec`` as ``as_dict()`` writes them (a checkpoint manifest's ``spec``)
-SPEC_FIELDS = ("T", "d", "layers", "heads", "kernel", "P", "arch", "seed", "knobs", "arch_options",
-               "dtype", "device", "checkpoint")
+# -- what a stack spec (numerics.spec.StackSpec) may name --------------------------------------
 #: the dtypes a spec may name
 SPEC_DTYPES = ("float64", "float32")
 #: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
-KNOBS = ("gate", "mlp_ratio", "weight_path", "slow_kernel", "block_size", "value_scale",
-         "weight_scale", "decay", "ln_gain", "step", "activation", "ln_eps", "attn_bias")
-
-
-def check_spec_entries(entries: dict) -> None:
-    """Refuse (ValueError) a spec dict with an unknown field, an unknown knob or a dtype a spec
-    cannot name; the sizes and knob values are ``StackParams``' to check when the stack is built."""
-    unknown = sorted(set(entries) - set(SPEC_FIELDS))
-    if unknown:
-        raise ValueError(f"fields {unknown} are not stack-spec fields (known: {', '.join(SPEC_FIELDS)})")
-    knobs = sorted(set(dict(entries.get("knobs") or {})) - set(KNOBS))
-    if knobs:
-        raise ValueError(f"knobs {knobs} are not random_stack knobs (known: {', '.join(KNOBS)})")
-    if entries.get("dtype", "float64") not in SPEC_DTYPES:
-        raise ValueError(f"dtype={entries.get('dtype')!r} is not one of {', '.join(SPEC_DTYPES)}")
+KNOBS = tuple(StackKnobs.model_fields)

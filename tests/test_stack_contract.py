@@ -505,13 +505,13 @@ def test_frozen_kernel_message_and_exact_agreement():
 
 
 def test_the_declared_spec_fields_are_the_spec_dataclass_fields():
-    """numerics.params declares a spec's entries for checkpoint manifests: it must name exactly
-    StackSpec's fields, or a manifest check would accept or refuse the wrong ones."""
+    """numerics.spec.StackSpecModel is a spec's schema (checkpoint manifests, sweep rows): it must name
+    exactly StackSpec's fields, or a manifest check would accept or refuse the wrong ones."""
     from dataclasses import fields
 
-    from numerics.params import SPEC_FIELDS, check_spec_entries
-    from numerics.spec import StackSpec
+    from numerics.params import _validate
+    from numerics.spec import StackSpec, StackSpecModel
 
-    assert [f.name for f in fields(StackSpec)] == list(SPEC_FIELDS)
-    with pytest.raises(ValueError, match="not stack-spec fields"):
-        check_spec_entries({**StackSpec().as_dict(), "colour": 1})
+    assert [f.name for f in fields(StackSpec)] == list(StackSpecModel.model_fields)
+    with pytest.raises(ValueError, match="colour is not a parameter here"):
+        _validate(StackSpecModel, {**StackSpec().as_dict(), "colour": 1})
