@@ -14,7 +14,8 @@ left alone).  The folder is claimed first (:func:`claim`): new, empty, a checkpo
 already, or refused with the file that makes it someone else's.  At every
 moment the manifest names a complete tensor file whose hash it records, so a run killed
 at any point resumes from its last save.  A file that does not parse, a hash that does
-not match or a manifest of another kind is a :class:`CheckpointError` naming the file.
+not match or a manifest of another kind is a :class:`CheckpointError` naming the file; the
+manifest's schema is :class:`CheckpointManifest`.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from numerics.spec import StackSpecModel
 
 FORMAT = "fastslow-checkpoint"
 VERSION = 1
 MANIFEST = "manifest.json"
-MANIFEST_KEYS = ("format", "version", "kind", "config", "step", "weights", "sha256", "curves")
 
 
 class CheckpointError(ValueError):
@@ -56,8 +59,76 @@ def exists(path: str | os.PathLike) -> bool:
     return manifest_path(path).exists()
 
 
+WEIGHTS_NAME = r"^weights-[0-9]{8}\.pt$"
+#: what every ``fastslow train`` stack is (``proofs_check.experiments.train.TextConfig.spec``), whatever its config
+TRAINED_KERNEL = "causal"
+
+
+class CheckpointManifest(BaseModel):
+    """A checkpoint's ``manifest.json``: what the run is and the tensor file it points at.
+
+    ``kind`` says who wrote it: ``byte-corpus`` (``fastslow train``), ``topic-blocks`` (Claim 7.3's
+    runs), ``hf-gpt2`` (``fastslow import-hf``).  A ``byte-corpus`` manifest's ``spec`` must be the
+    stack its config trained (its sizes, the causal kernel, the config's dtype), so that an edited
+    manifest cannot rebuild another stack around the weights.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal[FORMAT]
+    version: Literal[VERSION]
+    kind: Literal["byte-corpus", "topic-blocks", "hf-gpt2"]
+    config: dict[str, Any] = Field(description="the run's configuration (a training config, or GPT-2's config.json)")
+    step: Annotated[int, Field(strict=True, ge=0)] = Field(description="optimiser steps taken")
+    weights: str = Field(pattern=WEIGHTS_NAME, description="the tensor file in the folder")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the tensor file's sha256")
+    replaces: str | None = Field(None, pattern=WEIGHTS_NAME,
+                                 description="the tensor file this save replaced, removed after the manifest is written")
+    curves: dict[str, Any] = Field(description="loss curves, gates, learning rates, seconds")
+    spec: StackSpecModel | None = Field(None, description="the stack the weights belong to")
+    arch: str | None = None
+    corpus: dict[str, Any] | None = Field(None, description="the training corpus: name, sha256, token counts")
+    source: dict[str, Any] | None = Field(None, description="hf-gpt2: the imported folder, its files' sha256")
+    hf_agreement: dict[str, Any] | None = Field(None, description="hf-gpt2: agreement with transformers' forward")
+    package_version: str | None = None
+    git: str | None = None
+    torch: str | None = None
+
+    @model_validator(mode="after")
+    def _trained_spec(self) -> "CheckpointManifest":
+        if self.kind != "byte-corpus" or self.spec is None:
+            return self
+        expected = {"kernel": TRAINED_KERNEL, "dtype": self.config.get("dtype"),
+                    **{k: self.config.get(k) for k in ("T", "d", "layers", "heads")}}
+        for key, value in expected.items():
+            if getattr(self.spec, key) != value:
+                raise ValueError(f"field 'spec.{key}'={getattr(self.spec, key)!r} is not the trained stack's "
+                                 f"({value!r}, from its config): the manifest was edited")
+        return self
+
+
+def _refusal(mpath: Path, manifest: dict, err: dict) -> str:
+    """One line naming the manifest file and the field of pydantic error ``err``."""
+    loc = err["loc"]
+    where = ".".join(str(part) for part in loc)
+    value = err.get("input")
+    if err["type"] == "missing":
+        return f"checkpoint {mpath} is corrupt: the manifest lacks field {where!r}"
+    if loc and loc[0] in ("format", "version"):
+        return (f"checkpoint {mpath}: format {manifest.get('format')!r} version {manifest.get('version')!r}, "
+                f"expected {FORMAT!r} version {VERSION}")
+    if loc and loc[0] in ("weights", "replaces"):
+        return (f"checkpoint {mpath} is corrupt: field {where!r} must name a file in the folder "
+                f"(weights-NNNNNNNN.pt), not {value!r}")
+    if err["type"] == "value_error":
+        text = str(err["ctx"]["error"])
+        return f"checkpoint {mpath}: " + (f"field {where!r}={value!r} {text}" if loc else text)
+    return f"checkpoint {mpath}: field {where!r}={value!r}: {err['msg'][0].lower()}{err['msg'][1:]}"
+
+
 def read_manifest(path: str | os.PathLike) -> dict:
-    """The manifest of checkpoint ``path``, validated for shape; CheckpointError otherwise."""
+    """The manifest of checkpoint ``path``, checked against :class:`CheckpointManifest`; CheckpointError
+    naming the file and the field otherwise."""
     mpath = manifest_path(path)
     if not mpath.is_file():
         raise CheckpointError(f"checkpoint {mpath.parent}: no {MANIFEST} (not a fastslow checkpoint folder)")
@@ -67,55 +138,11 @@ def read_manifest(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"checkpoint {mpath} is corrupt ({type(exc).__name__}: {exc})") from exc
     if not isinstance(manifest, dict):
         raise CheckpointError(f"checkpoint {mpath} is corrupt: the manifest is not a JSON object")
-    missing = [k for k in MANIFEST_KEYS if k not in manifest]
-    if missing:
-        raise CheckpointError(f"checkpoint {mpath} is corrupt: the manifest lacks field {missing[0]!r}")
-    if manifest["format"] != FORMAT or manifest["version"] != VERSION:
-        raise CheckpointError(f"checkpoint {mpath}: format {manifest['format']!r} version {manifest['version']!r}, "
-                              f"expected {FORMAT!r} version {VERSION}")
-    if not isinstance(manifest["weights"], str) or "/" in manifest["weights"] or manifest["weights"].startswith("."):
-        raise CheckpointError(f"checkpoint {mpath} is corrupt: field 'weights' must name a file in the folder")
-    old = manifest.get("replaces")
-    if old is not None and (not isinstance(old, str) or not re.fullmatch(r"weights-[0-9]{8}\.pt", old)):
-        raise CheckpointError(f"checkpoint {mpath} is corrupt: field 'replaces'={old!r} must name a tensor file "
-                              "weights-NNNNNNNN.pt in the folder")
-    _check_fields(manifest, mpath)
-    return manifest
-
-
-#: what every ``fastslow train`` stack is (``proofs_check.experiments.train.TextConfig.spec``), whatever its config
-TRAINED_KERNEL = "causal"
-
-
-def _check_fields(manifest: dict, mpath: Path) -> None:
-    """The step, the config and the stack's spec: of the right type, and the spec the one the
-    config trained (its sizes, the causal kernel, the config's dtype), so that an edited manifest
-    cannot rebuild another stack around the weights.  CheckpointError naming the file and field."""
-    step = manifest["step"]
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-        raise CheckpointError(f"checkpoint {mpath}: field 'step'={step!r} must be an integer ≥ 0")
-    config = manifest["config"]
-    if not isinstance(config, dict):
-        raise CheckpointError(f"checkpoint {mpath}: field 'config' must be a JSON object")
-    if "spec" not in manifest:
-        return
-    from numerics.params import check_spec_entries
-
-    spec = manifest["spec"]
     try:
-        if not isinstance(spec, dict):
-            raise ValueError("must be a JSON object")
-        check_spec_entries(spec)
-    except (TypeError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint {mpath}: field 'spec' is invalid ({exc})") from None
-    if manifest["kind"] != "byte-corpus":
-        return
-    expected = {"kernel": TRAINED_KERNEL, "dtype": config.get("dtype"),
-                **{k: config.get(k) for k in ("T", "d", "layers", "heads")}}
-    for key, value in expected.items():
-        if spec.get(key) != value:
-            raise CheckpointError(f"checkpoint {mpath}: field 'spec.{key}'={spec.get(key)!r} is not the trained "
-                                  f"stack's ({value!r}, from its config): the manifest was edited")
+        CheckpointManifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise CheckpointError(_refusal(mpath, manifest, exc.errors()[0])) from None
+    return manifest
 
 
 def load(path: str | os.PathLike) -> tuple[dict, dict]:

@@ -363,7 +363,7 @@ def trained(tmp_path_factory):
     (lambda m: m.update(step=-3), "'step'=-3"),
     (lambda m: m.update(step=2.5), "'step'=2.5"),
     (lambda m: m["spec"].update(T="eight"), "spec.T"),
-    (lambda m: m["spec"].update(dtype="float16"), "field 'spec'"),
+    (lambda m: m["spec"].update(dtype="float16"), "field 'spec.dtype'"),
     (lambda m: m.update(config=[]), "field 'config'"),
 ])
 def test_an_edited_manifest_is_refused_naming_the_file_and_field(trained, edit, field, tmp_path, capsys):
