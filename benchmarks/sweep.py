@@ -1,7 +1,7 @@
 """Sweep throughput on this machine: stacks per second through ``fastslow sweep`` with 1 and 2 workers.
 
 The workload is claim 3.2 on N small stacks (T = 8, d = 8, 3 layers, P = 4; full and causal kernels,
-seeds 0…), each a real ``on_stack.evaluate`` through the whole path: a ``LocalCluster`` of worker
+seeds 0…), each a real ``registry.evaluate`` through the whole path: a ``LocalCluster`` of worker
 processes, ``client.map``, ``as_completed``, rows written as Parquet batches.  One cluster is
 started with one worker and later scaled to two; every worker has evaluated one stack before the
 clock starts, start-up is reported apart, and each sweep is timed twice, the faster run reported.
@@ -65,26 +65,25 @@ def _timed_sweep(client, spec, workers: int, device: str) -> dict:
 
 
 def run(quick: bool, device: str) -> dict:
-    from proofs_check.claims import on_stack
     from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import load_checks
+    from proofs_check.claims.registry import evaluate, load_checks, on_stack_claims
     from proofs_check.sweep.grid import expand
     from proofs_check.sweep.run import connect
 
     load_checks()
-    if CLAIM not in on_stack.ON_STACK:
-        raise RuntimeError(f"claim {CLAIM} is not registered with proofs_check.claims.on_stack")
+    if CLAIM not in on_stack_claims():
+        raise RuntimeError(f"claim {CLAIM} has no on-stack form registered (proofs_check.claims.registry.on_stack)")
     load_before = os.getloadavg()[0]
     n = QUICK_STACKS if quick else STACKS
     spec = _spec(n)
     tasks = expand(spec, device=device)
     ctx = CheckContext(device=device)
-    on_stack.evaluate(CLAIM, tasks[0].spec, ctx)  # warm-up: imports, first-call costs
+    evaluate(CLAIM, tasks[0].spec, ctx)  # warm-up: imports, first-call costs
     serial = math.inf
     for _ in range(REPEATS):
         t0 = time.perf_counter()
         for task in tasks:
-            on_stack.evaluate(CLAIM, task.spec, ctx)
+            evaluate(CLAIM, task.spec, ctx)
         serial = min(serial, time.perf_counter() - t0)
     t0 = time.perf_counter()
     with connect(workers=1) as client:

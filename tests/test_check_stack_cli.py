@@ -13,13 +13,11 @@ import re
 import pytest
 
 from numerics import checkpoint as ck
-from proofs_check.claims import on_stack
-from proofs_check.runners.check import DENSE_FEATURES
 from proofs_check.cli import main as _main
-from proofs_check.claims.registry import load_checks
+from proofs_check.claims.registry import DENSE_FEATURES, homogeneous_reference, load_checks, on_stack_claims
 
 load_checks()
-HOMOGENEOUS = sorted(on_stack.HOMOGENEOUS_REFERENCE)
+HOMOGENEOUS = sorted(homogeneous_reference())
 
 
 def main(argv):
@@ -48,7 +46,7 @@ def test_check_stack_on_a_trained_checkpoint(tmp_path, capsys, arch, T, d, P):
     assert status == 0, printed.err[-2000:]
     ledger = json.loads(ledger_path.read_text())
     by = {c["id"]: c for c in ledger["claims"]}
-    assert set(on_stack.ON_STACK) <= set(by)
+    assert set(on_stack_claims()) <= set(by)
     for cid, c in by.items():
         assert c["status"] in ("holds", "conditional", "n/a"), (cid, c["status"], c["reason"])
         if c["status"] == "n/a":

@@ -97,7 +97,8 @@ def test_ledger_2_3_refuses_a_wrong_transpose(monkeypatch):
 @pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
 def test_scale_forms_refuse_a_wrong_transpose(monkeypatch, claim_id):
     """check --scale: the forms whose power iterations apply Jᵀ verify unmutated and fail without Aᵀ."""
-    from proofs_check.runners.scale import ScaleRun, run_scale_claim
+    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.runners.scale import run_scale_claim
 
     good = run_scale_claim(claim_id, ScaleRun("toy"))
     assert good["status"] == "verified", good.get("detail")
@@ -121,34 +122,40 @@ def test_derivation_recomputes_and_refuses_the_wrong_order():
 
 def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
     """γ replaced by √γ (10⁶ times looser at the toy size): every form stating γ refuses its verdict."""
-    import proofs_check.runners.scale as scale
+    import proofs_check.claims.scale_run as scale_run
+    from proofs_check.claims.registry import load_checks
+    from proofs_check.runners.scale import run_scale_claim
 
-    good = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    load_checks()
+    good = run_scale_claim("2.4", scale_run.ScaleRun("toy"))
     assert good["status"] == "verified" and all(d["problem"] is None for d in good["derivations"])
-    init = scale.ScaleRun.__post_init__
+    init = scale_run.ScaleRun.__post_init__
 
     def sqrt_gamma(self):
         init(self)
         self.gamma = math.sqrt(self.gamma)
 
-    monkeypatch.setattr(scale.ScaleRun, "__post_init__", sqrt_gamma)
-    bad = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    monkeypatch.setattr(scale_run.ScaleRun, "__post_init__", sqrt_gamma)
+    bad = run_scale_claim("2.4", scale_run.ScaleRun("toy"))
     assert bad["status"] == "failed" and "does not match its stated derivation" in bad["detail"]
     assert bad["numeric"]["max_error"] <= bad["numeric"]["tolerance"]   # refused although the error is within
 
 
 def test_a_scale_tolerance_without_derivation_is_refused(monkeypatch):
-    import proofs_check.runners.scale as scale
+    from proofs_check.claims.registry import CLAIMS, load_checks
+    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.runners.scale import run_scale_claim
 
-    form = scale.SCALE_FORMS["2.4"]
+    load_checks()
+    form = CLAIMS["2.4"].matrix_free
 
     def underived(run):
         result = form(run)
         result.numeric.derivations = []
         return result
 
-    monkeypatch.setitem(scale.SCALE_FORMS, "2.4", underived)
-    entry = scale.run_scale_claim("2.4", scale.ScaleRun("toy"))
+    monkeypatch.setattr(CLAIMS["2.4"], "matrix_free", underived)
+    entry = run_scale_claim("2.4", ScaleRun("toy"))
     assert entry["status"] == "failed" and "carries no derivation" in entry["detail"]
 
 

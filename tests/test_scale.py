@@ -1,4 +1,4 @@
-"""``fastslow check --scale``: the claims' matrix-free scale forms (proofs_check.runners.scale)."""
+"""``fastslow check --scale``: the claims' matrix-free forms (registered on each Claim; proofs_check.runners.scale)."""
 
 import json
 
@@ -7,9 +7,14 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics.presets import PRESET_NAMES, SIZES, preset
-from proofs_check.runners import scale
+from proofs_check.claims import scale_run
+from proofs_check.claims.evidence import decide
+from proofs_check.claims.ids import CLAIM_IDS
+from proofs_check.claims.registry import CLAIMS, load_checks, scale_claims
 from proofs_check.cli import main
-from proofs_check.claims.registry import CLAIM_IDS
+from proofs_check.runners.scale import run_scale_claim
+
+load_checks()
 
 
 def test_check_scale_ci_verifies_every_scale_claim(tmp_path, capsys):
@@ -20,15 +25,16 @@ def test_check_scale_ci_verifies_every_scale_claim(tmp_path, capsys):
     ledger = json.loads(out.read_text())
     by_id = {c["id"]: c for c in ledger["claims"]}
     assert set(by_id) == set(CLAIM_IDS)
-    for cid in scale.SCALE_CLAIMS:
+    for cid in scale_claims():
         c = by_id[cid]
         assert c["status"] == "verified", (cid, c.get("detail"), c.get("numeric"), c.get("control"))
         assert c["control"]["status"] == "fails-as-predicted"
         assert c["numeric"]["max_error"] <= c["numeric"]["tolerance"]
         assert (c["size"]["T"], c["size"]["d"], c["size"]["layers"]) == (256, 64, 6)
         assert c["seconds"] >= 0 and c["peak_rss_gib"] > 0
-    for cid in set(CLAIM_IDS) - set(scale.SCALE_CLAIMS):
-        assert by_id[cid]["status"] == "skipped" and by_id[cid]["detail"].startswith("no scale form: ")
+    for cid in set(CLAIM_IDS) - set(scale_claims()):
+        assert by_id[cid]["status"] == "skipped"
+        assert by_id[cid]["detail"] == f"no scale form: {CLAIMS[cid].no_matrix_free}"
     assert ledger["options"]["scale"] == "ci"
     assert "peak RSS" in capsys.readouterr().out
 
@@ -45,7 +51,7 @@ def test_wrong_polynomial_is_caught_at_scale(monkeypatch):
         return K
 
     monkeypatch.setattr(mf, "polynomial_coefficients", wrong)
-    entry = scale.run_scale_claim("2.3", scale.ScaleRun("toy"))
+    entry = run_scale_claim("2.3", scale_run.ScaleRun("toy"))
     assert entry["status"] == "failed"
     assert entry["numeric"]["max_error"] > 1e3 * entry["numeric"]["tolerance"]
 
@@ -65,16 +71,16 @@ def test_presets_and_bad_input(capsys):
 
 def test_float32_toy_has_its_own_tolerance():
     """float32: the J·V comparisons use u = 2⁻²⁴ in the probabilistic bound 4√n·u."""
-    run = scale.ScaleRun("toy", dtype="float32")
+    run = scale_run.ScaleRun("toy", dtype="float32")
     assert run.gamma == pytest.approx(mf.rounding_tolerance(6, 4, 3, torch.float32, model="probabilistic"))
-    entry = scale.run_scale_claim("2.3", run)
+    entry = run_scale_claim("2.3", run)
     assert entry["status"] == "verified", entry
 
 
 def test_release_drops_only_the_variants_no_later_claim_uses():
     """After a claim, the stacks and derivatives of variants that no later claim needs are released;
     the others stay cached (the same objects), and a released one is rebuilt on demand, equal."""
-    run = scale.ScaleRun("toy")
+    run = scale_run.ScaleRun("toy")
     kept, dropped = run.stack("preset"), run.stack("saturating")
     run.action("saturating")
     run.release({"preset"})
@@ -84,14 +90,14 @@ def test_release_drops_only_the_variants_no_later_claim_uses():
     assert rebuilt is not dropped
     for a, b in zip(rebuilt.parameters(), dropped.parameters()):
         assert torch.equal(a, b)
-    assert set(scale.VARIANTS_USED) == set(scale.SCALE_CLAIMS)
+    assert all(CLAIMS[c].variants and CLAIMS[c].variants <= {"preset", *scale_run.VARIANTS} for c in scale_claims())
 
 
 def test_a_block_not_affine_in_lambda_is_caught_by_the_interpolation_check(monkeypatch):
     """The scale forms build G_ℓ(λ) from the generated blocks at λ = 0 and 1.  A generated block with a
     term ε·λ(1 − λ)·I (zero at both ends) is caught by the check against the generated block at the last
     sampled λ, by the predicted amount ε·λ(1 − λ)·√(L·d)/‖G(λ)‖_F (to 1 %), and fails 3.1."""
-    real = scale.layer_blocks
+    real = scale_run.layer_blocks
     eps = 1e-6
 
     def bent(stack, xbar, lam):
@@ -99,13 +105,13 @@ def test_a_block_not_affine_in_lambda_is_caught_by_the_interpolation_check(monke
         eye = torch.eye(out.shape[-1], dtype=out.dtype)
         return out + eps * (lam * (1 - lam))[:, None, None, None] * eye
 
-    run = scale.ScaleRun("toy")
+    run = scale_run.ScaleRun("toy")
     lam = torch.tensor(mf.sampled_causal_eigenvalues(run.spec.T, 16), dtype=torch.float64)
     st, xbar = run.stack("saturating"), run.xbar()
     direct = real(st, xbar, lam[-1:])[0]
     lm = float(lam[-1])
     predicted = eps * lm * (1 - lm) * (st.config.layers * st.config.d) ** 0.5 / float(torch.linalg.vector_norm(direct))
-    assert scale.affine_blocks(st, xbar, lam)[2] <= 10 * scale.affine_tolerance(run)
-    monkeypatch.setattr(scale, "layer_blocks", bent)
-    assert scale.affine_blocks(st, xbar, lam)[2] == pytest.approx(predicted, rel=1e-2)
-    assert scale.decide(scale.scale_3_1(run)) == "failed"
+    assert scale_run.affine_blocks(st, xbar, lam)[2] <= 10 * scale_run.affine_tolerance(run)
+    monkeypatch.setattr(scale_run, "layer_blocks", bent)
+    assert scale_run.affine_blocks(st, xbar, lam)[2] == pytest.approx(predicted, rel=1e-2)
+    assert decide(CLAIMS["3.1"].matrix_free(run)) == "failed"

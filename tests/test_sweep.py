@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from proofs_check.claims import on_stack
+from proofs_check.claims import on_stack, registry
 from proofs_check.cli import main
 from proofs_check.claims.registry import load_checks
 from proofs_check.sweep import spec as sweep_spec
@@ -50,7 +50,7 @@ def toy_evaluate(spec, ctx):
 
 
 def register_toy() -> None:
-    on_stack.on_stack(CLAIM, specs=lambda arch, ctx: [])(toy_evaluate)
+    registry.on_stack(CLAIM, specs=lambda arch, ctx: [])(toy_evaluate)
 
 
 class ToyClaim(distributed.WorkerPlugin):
@@ -79,11 +79,9 @@ def real_claims():
 
 @pytest.fixture(autouse=True)
 def toy_claim(real_claims):
-    saved = dict(on_stack.ON_STACK)
     register_toy()
     yield
-    on_stack.ON_STACK.clear()
-    on_stack.ON_STACK.update(saved)
+    registry.CLAIMS.pop(CLAIM, None)
 
 
 def toy_spec(layers=(1, 2, 3), value_scale=(0.0, 2.0, 5.0), seeds=2, T=4, batch=None, name="toy"):
@@ -152,7 +150,7 @@ def test_resume_after_sigint_has_no_duplicates(client, tmp_path):
     path.write_text(_toml(data))
     address = client.scheduler.address
     # the command validates the claim id here; the workers (with the plugin) evaluate it
-    code = (f"import sys; from proofs_check.claims import on_stack; on_stack.on_stack({CLAIM!r}, specs=list)(print); "
+    code = (f"import sys; from proofs_check.claims import registry; registry.on_stack({CLAIM!r}, specs=list)(print); "
             "from proofs_check.cli import main; sys.exit(main(sys.argv[1:]))")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--scheduler", address,

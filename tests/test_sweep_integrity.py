@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from numerics import outdir
-from proofs_check.claims import on_stack
+from proofs_check.claims import on_stack, registry
 from proofs_check.cli import main
 from proofs_check.sweep import spec as sweep_spec
 from proofs_check.sweep.grid import expand, row_key, source_hash
@@ -33,16 +33,14 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def toy_claim(monkeypatch):
-    saved = dict(on_stack.ON_STACK)
-    on_stack.on_stack(CLAIM, specs=lambda arch, ctx: [])(lambda spec, ctx: None)
+    registry.on_stack(CLAIM, specs=lambda arch, ctx: [])(lambda spec, ctx: None)
 
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was started")
 
     monkeypatch.setattr("proofs_check.sweep.run.connect", no_cluster)
     yield
-    on_stack.ON_STACK.clear()
-    on_stack.ON_STACK.update(saved)
+    registry.CLAIMS.pop(CLAIM, None)
 
 
 def toy(seeds=2, layers=(1, 2), name="toy", **extra) -> dict:

@@ -12,11 +12,13 @@ from numerics import checkpoint as ck
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims import on_stack
+from proofs_check.claims.registry import homogeneous_reference, load_checks
 from proofs_check.experiments import train as T
 from proofs_check.runners.check import run_stack_checks
 
 TINY = dict(d=4, layers=2, heads=2, T=8, P=4, batch=16, eval_every=50, eval_windows=8)
-HOMOGENEOUS = sorted(on_stack.HOMOGENEOUS_REFERENCE)
+load_checks()
+HOMOGENEOUS = sorted(homogeneous_reference())
 OTHERS = ["1.2", "5.1"]  # a random inhomogeneous state; the certificate zeroes the gates itself
 
 

@@ -22,8 +22,8 @@ from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.standing import FAILS, RECONSTRUCTION
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import EXACT, Verdict, ledger_cases, on_stack
+from proofs_check.claims.registry import claim, ledger_cases, on_stack
+from proofs_check.claims.on_stack import EXACT, Verdict
 from proofs_check.claims.on_stack import matrix_spec as base_matrix_spec
 from theory import coarse_graining as th
 
@@ -99,7 +99,7 @@ def depth_by_definition(worst: torch.Tensor, tau: float) -> int | None:
     return int(below[0, 0]) if below.numel() else None
 
 
-@on_stack("3.1", specs=specs_3_1)
+@on_stack("3.1", specs=specs_3_1, homogeneous_reference=True)
 def evaluate_3_1(spec, ctx) -> Verdict:
     """Saturation depth ℓ*(τ = 0.5) on one stack, two ways, and its bound ⌈log(τ/κ)/log ρ̃⌉.
 
@@ -393,7 +393,7 @@ def kernel_factors(A: torch.Tensor, P: int) -> float:
     return float(torch.linalg.matrix_norm(R, ord=2) / torch.linalg.matrix_norm(A, ord=2))
 
 
-@on_stack("3.2", specs=specs_3_2)
+@on_stack("3.2", specs=specs_3_2, homogeneous_reference=True)
 def evaluate_3_2(spec, ctx) -> Verdict:
     """Block coarse-graining on one stack: (a) ΠJ(I − Q) = 0 exactly when the kernel leaves ker Π
     invariant, (b) ‖J − QJQ‖/‖J‖ ≤ r_ℓ(0) for kernels C ⊗ 11ᵀ/P, so ≤ τ past ℓ*(τ).

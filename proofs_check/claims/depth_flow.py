@@ -15,8 +15,8 @@ from numerics.jacobians import flat_jacobian, loglog_slope, reference_input, ste
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import HOLDS, PAPER
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import EXACT, Verdict, evaluate, matrix_spec, on_stack, shrink
+from proofs_check.claims.registry import claim, evaluate, on_stack
+from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec, shrink
 from theory import depth_flow as th
 
 SLOPE_TOL = 0.1  # Claim 1.1: fitted slope in [0.9, 1.1]

@@ -20,8 +20,8 @@ from numerics import depth_slow_manifold as nds
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import Verdict, ledger_cases, on_stack
+from proofs_check.claims.registry import claim, ledger_cases, no_matrix_free, on_stack
+from proofs_check.claims.on_stack import Verdict
 from proofs_check.claims.standing import RECONSTRUCTION
 from proofs_check.progress import track
 from theory import depth_slow_manifold as th
@@ -344,3 +344,7 @@ def check_6_4(ctx) -> ClaimResult:
           f"(mode products), ℓ̂*/L = {[round(x, 4) for x in smooth['clock']]} (clock); Richardson limits "
           f"{smooth['richardson_measured']:.4f} and {smooth['richardson_clock']:.4f}")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
+
+
+no_matrix_free("6.4", "the clock needs one d-vector trajectory at any size; its check multiplies dense d×d mode blocks "
+                      "per kernel eigenvalue (T of them), at toy size")

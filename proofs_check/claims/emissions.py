@@ -6,10 +6,9 @@ import math
 
 import torch
 
-from proofs_check.claims.on_stack import arch_free
 from proofs_check.claims.standing import HOLDS, RECONSTRUCTION
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
-from proofs_check.claims.registry import claim
+from proofs_check.claims.registry import arch_free, claim, no_matrix_free
 from theory import emissions as th
 
 EPS = torch.finfo(torch.float64).eps
@@ -321,3 +320,6 @@ arch_free("7.1", "a statement about the data distribution (exponential-family su
 arch_free("7.2", "a statement about Bayes risk under the data distribution; no architecture enters")
 arch_free("7.3", "not run per architecture: the training experiment is defined on the hierarchical preln model "
                  "and is not repeated in the matrix")
+no_matrix_free("7.1", "a statement about exponential-family data (sufficiency); no stack enters")
+no_matrix_free("7.2", "a statement about Bayes risk under the data distribution; no stack enters")
+no_matrix_free("7.3", "the training experiment; its stack size is the experiment's, not a preset's")

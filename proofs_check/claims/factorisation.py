@@ -22,8 +22,8 @@ from numerics.stack import random_xbar
 from proofs_check.claims.on_stack import matrix_spec
 from proofs_check.claims.standing import HOLDS, PAPER
 from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import EXACT, Verdict, evaluate, on_stack, shrink
+from proofs_check.claims.registry import claim, evaluate, on_stack
+from proofs_check.claims.on_stack import EXACT, Verdict, shrink
 from theory import factorisation as th
 
 F64 = torch.float64
@@ -131,7 +131,7 @@ def _factorisation_preln(spec: StackSpec) -> Verdict:
                    counterexample=None if status == "holds" else {"spec": spec.as_dict()})
 
 
-@on_stack("2.1", specs=_factorisation_specs)
+@on_stack("2.1", specs=_factorisation_specs, homogeneous_reference=True)
 def evaluate_2_1(spec: StackSpec, ctx) -> Verdict:
     """Block diagonality at 1x̄ᵀ in the kernel's eigenbasis; preln: every block equals the generated
     G(λ) (from ``G_layer`` and from ``B_layer``, ``C_layer``) and ``ln_jacobian`` equals autograd."""
@@ -346,7 +346,7 @@ def commutator_row(kind, spec: StackSpec, points: int) -> dict:
             "at δ=0": values[0]}
 
 
-@on_stack("2.2", specs=_violation_specs)
+@on_stack("2.2", specs=_violation_specs, homogeneous_reference=True)
 def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
     """Off-block mass linear in each violation δ (fitted slope 1 ± 0.1); preln, on the spec's own stack
     (a checkpoint's weights included): (a) homogeneity, (b) token-wise sublayers, (c) commuting kernels
@@ -504,7 +504,9 @@ def matrix_free_adjoint(spec: StackSpec, probes: int = 4) -> tuple[dict, list[De
     return row, tols
 
 
-@on_stack("2.3", specs=_polynomial_specs)
+# the dense form of a preln stack is already jvp probes (no (Td)² Jacobian): it runs up to the ledger's full
+# size T·d = 256·16
+@on_stack("2.3", specs=_polynomial_specs, homogeneous_reference=True, dense_features=4096)
 def evaluate_2_3(spec: StackSpec, ctx) -> Verdict:
     """J = Σ_m A^m ⊗ K_m; preln: probes by jvp against the generated coefficients' K_m; a variant: the
     blocks are a polynomial of the variant's attention degree D in λ (and not of degree D − 1)."""
@@ -598,7 +600,7 @@ def _qk_invisibility(spec: StackSpec, homogeneous=True):
     return max(float((out1 - out0).norm() / out0.norm()), float(torch.linalg.norm(J1 - J0) / torch.linalg.norm(J0)))
 
 
-@on_stack("2.4", specs=_qk_specs)
+@on_stack("2.4", specs=_qk_specs, homogeneous_reference=True)
 def evaluate_2_4(spec: StackSpec, ctx) -> Verdict:
     """W_Q, W_K invisible at 1x̄ᵀ: preln, ∂(A_ℓ, X_L, J)/∂(W_Q, W_K) = 0 by autograd; a variant,
     redrawing W_Q, W_K leaves output and Jacobian unchanged (and changes them off the reference)."""

@@ -16,8 +16,8 @@ from numerics import gate_bounds as ngb
 from numerics import stability as ns
 from numerics.spec import StackSpec
 from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import Verdict, ledger_cases, on_stack
+from proofs_check.claims.registry import claim, ledger_cases, no_matrix_free, on_stack
+from proofs_check.claims.on_stack import Verdict
 from proofs_check.claims.standing import RECONSTRUCTION
 from theory import gate_bounds as th
 
@@ -25,6 +25,13 @@ U = 2.0**-53
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)   # Claim 5.1's contractive stacks
 #: relative agreement of two bisections of the same crossing (2^-40 each) and of a root with its mpmath value
 ROOT_RTOL = 1e-9
+
+
+NEEDS_HIERARCHICAL = "needs the hierarchical pre-LN stack (P set): the slow-mode maps G_ℓ, K_ℓ of Claim 5.1"
+
+
+def _not_preln(arch: str) -> str | None:
+    return NEEDS_HIERARCHICAL if arch != "preln" else None
 
 
 def specs_5_3(arch, ctx):
@@ -41,14 +48,13 @@ def bound_tolerance(L: int, N: int, kappa: float) -> float:
     return 10 * L * N * U * kappa
 
 
-@on_stack("5.3", specs=specs_5_3)
+@on_stack("5.3", specs=specs_5_3, not_applicable=_not_preln)
 def evaluate_5_3(spec, ctx) -> Verdict:
     """g* ≤ g_on ≤ g⁺ on one hierarchical stack, and the determinant bound ‖Π(G_ℓ + hgK_ℓ)‖ ≥ exp(S(g)/N) at gates
     where S > 0.  ``measured``: ``onset_min`` (the smaller sign's), ``onset_linear``, ``onset_real`` (per sign),
     ``tightness``; ``predicted``: ``g_star`` (5.1's certified lower end), ``g_plus_min``, ``g_plus`` (per sign), ``mu``."""
-    if spec.arch != "preln" or spec.P is None:
-        return Verdict("5.3", "n/a", reason="needs the hierarchical pre-LN stack (P set): the slow-mode maps G_ℓ, K_ℓ "
-                                             "of Claim 5.1")
+    if spec.P is None:
+        return Verdict("5.3", "n/a", reason=NEEDS_HIERARCHICAL)
     if spec.dtype != "float64":
         return Verdict("5.3", "n/a", reason="the rounding tolerances are derived for float64")
     stack = spec.build()
@@ -182,3 +188,7 @@ def check_5_3(ctx) -> ClaimResult:
                "bound exists from per-layer determinants (the only per-layer quantity that bounds a product's norm from "
                "below) but it averages all N slow directions, so it sits two orders of magnitude above the onset.")
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
+
+
+no_matrix_free("5.3", "per-layer determinants of the slow-mode maps, as Claim 5.1's certificate; its check searches "
+                      "the onset by products at toy size")

@@ -1,26 +1,26 @@
-"""Claims as functions of a stack source.
+"""Claims as functions of a stack source: the verdict, and the routes of ``Claim.evaluate``.
 
 Every claim that is a statement about a stack registers one function
-``evaluate(spec: StackSpec, ctx: CheckContext) -> Verdict`` with :func:`on_stack`, in its own
-family's module (``proofs_check/claims/<family>.py``), together with
+``evaluate(spec: StackSpec, ctx: CheckContext) -> Verdict`` with ``proofs_check.claims.registry.on_stack``,
+in its own module, together with
 
 * ``specs(arch, ctx)``: the stacks it is checked on by default for an architecture, and
-* ``not_applicable``: architecture -> the reason the claim does not apply to it (said once, here).
+* ``not_applicable``: architecture -> the reason the claim does not apply to it (said once, there).
 
-The ledger's check of the claim runs ``evaluate`` on ``specs("preln", ctx)``; the claims ×
-architectures matrix runs the same function on each variant's specs; the scale presets,
-sweeps and trained checkpoints are further sources of specs.  A verdict reports the measured
-numbers, the prediction, the error against its tolerance and one of the statuses below; it
-never depends on where the spec came from.
+``registry.Claim.evaluate`` runs it (:func:`dense_verdict`) where T·d fits, and the claim's matrix-free
+form (:func:`matrix_free_verdict`) above.  The ledger's check of the claim runs it on ``specs("preln",
+ctx)`` (``registry.ledger_cases``); the claims × architectures grid runs the same function on each
+variant's specs (``registry.evaluate_arch``); the scale presets, sweeps and trained checkpoints are further sources of
+specs.  A verdict reports the measured numbers, the prediction, the error against its tolerance and one
+of the statuses below; it never depends on where the spec came from.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-import time
 import traceback
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 VERDICTS = ("holds", "conditional", "fails", "n/a")
 
@@ -60,27 +60,6 @@ class Verdict:
         return asdict(self)
 
 
-@dataclass
-class OnStack:
-    claim: str
-    evaluate: Callable
-    specs: Callable
-    not_applicable: dict
-
-
-ON_STACK: dict[str, OnStack] = {}
-
-
-def on_stack(claim_id: str, *, specs: Callable, not_applicable: dict | None = None):
-    """Register the decorated ``evaluate(spec, ctx) -> Verdict`` as claim ``claim_id`` on a stack."""
-
-    def register(fn):
-        ON_STACK[claim_id] = OnStack(claim_id, fn, specs, dict(not_applicable or {}))
-        return fn
-
-    return register
-
-
 def check_spec(spec) -> None:
     """Refuse (ValueError naming the field) a spec that names no valid stack: not a ``StackSpec``, or
     sizes, knobs, dtype or architecture options that ``random_stack`` would refuse.  Checked without
@@ -98,44 +77,75 @@ def check_spec(spec) -> None:
         resolve_options(spec.arch, dict(spec.arch_options))
 
 
-def evaluate(claim_id: str, spec, ctx) -> Verdict:
-    """Claim ``claim_id`` on the stack ``spec``; a crashing evaluation is a *fails* with its traceback.
-    An unknown claim or an invalid spec is refused (ValueError) before anything is evaluated: a
-    verdict is only ever about a stack that exists."""
-    if claim_id not in ON_STACK:
-        raise ValueError(f"claim_id={claim_id!r} is not a claim on a stack (registered: {', '.join(sorted(ON_STACK))})")
-    check_spec(spec)
-    entry = ON_STACK[claim_id]
-    if spec.arch in entry.not_applicable:
-        return Verdict(claim_id, "n/a", reason=entry.not_applicable[spec.arch], spec=spec.as_dict())
-    start = time.perf_counter()
+def dense_verdict(claim, spec, ctx) -> Verdict:
+    """``claim``'s dense form on ``spec``; a crash is a *fails* with its traceback.  On a checkpoint, a form that
+    builds stacks of another shape than the checkpoint's (it varies the depth, the weight path, ...) is n/a,
+    with the refusal as the reason, not a failure of the claim."""
     try:
-        verdict = entry.evaluate(spec, ctx)
+        verdict = claim.on_stack(spec, ctx)
     except Exception as exc:
-        verdict = Verdict(claim_id, "fails", reason=f"evaluation raised {type(exc).__name__}: {exc}",
+        verdict = Verdict(claim.id, "fails", reason=f"evaluation raised {type(exc).__name__}: {exc}",
                           measured={"traceback": traceback.format_exc(limit=4)})
-    verdict.spec = verdict.spec or spec.as_dict()
-    verdict.seconds = time.perf_counter() - start
+    if spec.checkpoint is not None:
+        verdict.measured.setdefault("form", "dense")
+        if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
+            verdict.status = "n/a"
+            verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
+                              + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
     return verdict
 
 
-def default_specs(claim_id: str, arch: str, ctx) -> list:
-    return list(ON_STACK[claim_id].specs(arch, ctx))
+@functools.lru_cache(maxsize=1)
+def _scale_run(spec):
+    """One ``ScaleRun`` per spec: its reference and derivatives are shared by the claims' matrix-free forms."""
+    from proofs_check.claims.scale_run import ScaleRun
+
+    return ScaleRun("checkpoint" if spec.checkpoint else "spec", dtype=spec.dtype, device=spec.device,
+                    seed=spec.seed, source=spec)
 
 
-def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
-    """The claim on its preln specs, as the ledger's check runs it: ``[(spec, verdict)]`` for the stacks
-    that evaluated, and one table row (the stack, its status and the reason) for each that did not
-    (n/a or a crash: the check counts those as an infinite error)."""
-    cases, unusable = [], []
-    for spec in default_specs(claim_id, "preln", ctx):
-        v = evaluate(claim_id, spec, ctx)
-        if v.status == "n/a" or "traceback" in v.measured:
-            unusable.append({"stack": spec.label(), "status": v.status,
-                             "reason": v.reason or v.measured.get("traceback")})
-        else:
-            cases.append((spec, v))
-    return cases, unusable
+def matrix_free_verdict(claim, spec) -> Verdict:
+    """``claim``'s matrix-free form on ``spec`` (``proofs_check.claims.scale_run``: jvp probes of the stack
+    against the matrix-free predictions, with the form's control).  n/a when the form builds stacks a
+    checkpoint does not hold (other depths, kernels, a slow path)."""
+    from numerics.checkpoint import CheckpointError
+    from proofs_check.claims.evidence import decide
+
+    try:
+        result = claim.matrix_free(_scale_run(spec))
+    except CheckpointError as exc:
+        return Verdict(claim.id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
+                       f"{spec.T * spec.d} > {claim.dense_features})", spec=spec.as_dict())
+    except Exception as exc:  # a crashing form is a failure of the claim on this stack, as a dense one is
+        return Verdict(claim.id, "fails", reason=f"matrix-free form raised {type(exc).__name__}: {exc}",
+                       measured={"form": "matrix-free", "traceback": traceback.format_exc(limit=4)},
+                       spec=spec.as_dict(), counterexample={"spec": spec.as_dict()})
+    status = "holds" if decide(result) == "verified" else "fails"
+    measured = {"form": "matrix-free", "numeric": result.numeric.detail,
+                "control": {"status": result.control.status, "detail": result.control.detail}}
+    return Verdict(claim.id, status, measured=measured, error=result.numeric.max_error,
+                   tolerance=result.numeric.tolerance, spec=spec.as_dict(),
+                   reason=None if status == "holds" else "matrix-free form: " + (
+                       result.control.detail if result.numeric.ok else result.numeric.detail),
+                   counterexample=None if status == "holds" else {"spec": spec.as_dict()})
+
+
+def off_reference(claim, spec) -> Verdict | None:
+    """On a checkpoint's weights, a claim stated at the token-homogeneous reference is n/a, not run, when the
+    trained gates move the trajectory from 1x̄ᵀ off the homogeneous set (:func:`reference_spread` above its
+    rounding tolerance): the theorem's condition does not hold on these weights.  The reason names the
+    measured spread and the gates.  None when the condition holds."""
+    from numerics.stack import random_xbar
+
+    ref = reference_spread(spec.build(), random_xbar(spec.d, spec.seed))
+    if ref["holds"]:
+        return None
+    gates = ", ".join(f"{g:+.4f}" for g in ref["gates"])
+    reason = (f"spread {ref['spread']:.1e} > {ref['tolerance']:.1e} off 1x̄ᵀ: the trained gates g = ({gates}) "
+              f"move the reference off the token-homogeneous set (max_ℓ ‖X_ℓ − 1·mean_t X_ℓ‖/‖X_ℓ‖ from "
+              f"X_0 = 1x̄ᵀ, at layer {ref['layer']}; tolerance: float64 rounding at g = 0), and the claim is "
+              "stated at the gate-0 homogeneous reference")
+    return Verdict(claim.id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict())
 
 
 def combine(claim_id: str, verdicts: list[Verdict]) -> Verdict:
@@ -153,38 +163,10 @@ def combine(claim_id: str, verdicts: list[Verdict]) -> Verdict:
                    spec=worst.spec, seconds=sum(v.seconds for v in verdicts))
 
 
-def evaluate_arch(claim_id: str, arch: str, ctx) -> Verdict:
-    """The claim on every default spec of ``arch``, combined; n/a with the claim's reason where it does not apply."""
-    entry = ON_STACK.get(claim_id)
-    if entry is None:
-        return Verdict(claim_id, "n/a", reason="not a statement about a stack")
-    if arch in entry.not_applicable:
-        return Verdict(claim_id, "n/a", reason=entry.not_applicable[arch])
-    return combine(claim_id, [evaluate(claim_id, s, ctx) for s in default_specs(claim_id, arch, ctx)])
-
-
-ARCH_FREE: dict[str, str] = {}
-
-
-def arch_free(claim_id: str, reason: str) -> None:
-    """Declare that the matrix does not evaluate claim ``claim_id`` per architecture, and why (it states
-    nothing about a stack's architecture, or it is an experiment on one model): its ledger entry is the verdict."""
-    ARCH_FREE[claim_id] = reason
-
-
 EXACT = 1e-12  # relative: a float64 identity through a few O(1) layers (~1e-15) with 1e3 room
 
-#: The claims whose evaluation on a preln spec linearises at the token-homogeneous reference 1x̄ᵀ of the built
-#: stack, with its slow-path gates as built: 2.1 (the blocks of J at 1x̄ᵀ), 2.2 (off-block mass at 1x̄ᵀ + δZ),
-#: 2.3 (J = Σ A^m ⊗ K_m at 1x̄ᵀ), 2.4 (∂/∂(W_Q, W_K) at 1x̄ᵀ), 3.1 (mode products along the reference
-#: trajectory), 3.2 (residuals at 1x̄ᵀ against the mode blocks), 4.1 (visibility at 1x̄ᵀ), 4.2 (∂x̄_L/∂g at the
-#: built gates, taken as g = 0).  Not in it: 1.1 and 1.2 (a random inhomogeneous state), 5.1 (it zeroes the
-#: gates itself, ``numerics.stability.at_zero_gate``), 6.3 (FLOP counts).
-HOMOGENEOUS_REFERENCE = frozenset({"2.1", "2.2", "2.3", "2.4", "3.1", "3.2", "4.1", "4.2"})
-
-
 def reference_spread(stack, xbar) -> dict:
-    """The condition of the claims in :data:`HOMOGENEOUS_REFERENCE` on a built (preln) stack: the
+    """The condition of the claims stated at the token-homogeneous reference (``registry.homogeneous_reference``) on a built (preln) stack: the
     trajectory from X₀ = 1x̄ᵀ stays token-homogeneous.  Measured as
 
         spread = max_{ℓ = 1..L} ‖X_ℓ − 1·mean_t(X_ℓ)‖_F / ‖X_ℓ‖_F,

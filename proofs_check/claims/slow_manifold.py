@@ -12,9 +12,8 @@ import sympy as sp
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import HOLDS
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import Verdict, arch_free, matrix_spec, on_stack
-from proofs_check.claims.on_stack import evaluate as evaluate_on
+from proofs_check.claims.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
+from proofs_check.claims.on_stack import Verdict, matrix_spec
 from theory import slow_manifold as th
 
 SLOPE_TOL = 0.15  # docs/theory.md §6: fitted slope k+1 ± 0.15
@@ -333,7 +332,7 @@ def check_6_3(ctx) -> ClaimResult:
               and sp.factor(r - P).is_nonnegative and sp.factor(P ** 2 - r).is_nonnegative,
               detail=f"R − P = {sp.factor(r - P)}, P² − R = {sp.factor(P ** 2 - r)}"),
     ]
-    verdicts = [evaluate_on("6.3", spec, ctx) for spec in _cost_specs("preln", ctx)]
+    verdicts = [evaluate("6.3", spec, ctx) for spec in _cost_specs("preln", ctx)]
     table = [{**v.measured["row"], "heads": v.spec["heads"]} for v in verdicts]
     numeric = NumericResult(cases=len(table), max_error=max(v.error for v in verdicts), tolerance=0.0,
                             detail="FlopCounterMode on numerics.stack.Attention / SlowPath vs the generated "
@@ -356,3 +355,6 @@ def check_6_3(ctx) -> ClaimResult:
 
 arch_free("6.1", "a statement about the token-rate fast–slow system (f, g); the depth architecture does not enter")
 arch_free("6.2", "a statement about the master equation of a linear generator Q(y); no architecture enters")
+no_matrix_free("6.1", "a statement about the token-rate fast–slow ODE (f, g); no stack enters")
+no_matrix_free("6.2", "a statement about the master equation of a linear generator; no stack enters")
+no_matrix_free("6.3", "an exact FLOP count in closed form (valid at every size, checked symbolically in the ledger)")

@@ -12,9 +12,8 @@ from numerics.jacobians import reference_input, step_jacobians
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import RECONSTRUCTION
 from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import EXACT, Verdict, arch_free, matrix_spec, on_stack
-from proofs_check.claims.on_stack import evaluate as evaluate_on
+from proofs_check.claims.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
+from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec
 from theory import stability as th
 
 EPS = 2.0**-52
@@ -317,7 +316,7 @@ def check_5_1(ctx) -> ClaimResult:
                            str(enc)))
 
     # real contractive stacks: the certificate against the real gated stack
-    verdicts = [evaluate_on("5.1", spec, ctx) for spec in _specs_5_1("preln", ctx)]
+    verdicts = [evaluate("5.1", spec, ctx) for spec in _specs_5_1("preln", ctx)]
     rows = [{"part": "abstract systems", "g_star_vs_bisection": root_err, "mu_vs_direct": mu_err,
              "g_small_h_vs_direct": g1_err, "S_vs_direct": S_err, "max_log_norm_below_g_star": worst_abstract},
             {"part": "continuous depth (2×2, F + gK)", "log_norm_vs_numpy / tol": cont["log_norm"],
@@ -494,3 +493,4 @@ def check_5_2(ctx) -> ClaimResult:
 
 
 arch_free("5.2", "a statement about aligned (commuting, co-diagonal, positive) matrices G_ℓ, K_ℓ; no architecture enters (the preln ledger entry is its verdict)")
+no_matrix_free("5.2", "a statement about aligned 2×2 / abstract systems (Jury, Routh–Hurwitz); no stack size enters")

@@ -20,8 +20,8 @@ from numerics.stack import random_xbar
 from proofs_check.claims.coarse_graining import FLOAT64_ONLY, matrix_spec
 from proofs_check.claims.standing import CONDITIONAL, FAILS
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim
-from proofs_check.claims.on_stack import Verdict, ledger_cases, on_stack
+from proofs_check.claims.registry import claim, ledger_cases, on_stack
+from proofs_check.claims.on_stack import Verdict
 from theory import visibility as th
 
 EPS = 2.0**-52
@@ -56,7 +56,7 @@ def specs_4_1(arch, ctx):
             for s in seeds for k in ("full", "block", "causal")]
 
 
-@on_stack("4.1", specs=specs_4_1)
+@on_stack("4.1", specs=specs_4_1, homogeneous_reference=True)
 def evaluate_4_1(spec, ctx) -> Verdict:
     """W_Q, W_K and the decaying bundle are invisible at first order, on one stack.
 
@@ -274,7 +274,7 @@ def injection_overlap(stack) -> float:
     return float(nv.persistent_vector(stack) @ s)
 
 
-@on_stack("4.2", specs=specs_4_2)
+@on_stack("4.2", specs=specs_4_2, homogeneous_reference=True)
 def evaluate_4_2(spec, ctx) -> Verdict:
     """The slow path's cross-block coupling is visible iff the persistent component sees a block ≥ 1.
 

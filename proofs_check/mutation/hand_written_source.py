@@ -162,7 +162,7 @@ CATALOGUE: tuple[SourceMutant, ...] = (
     _mutant("scale-tolerance-sqrt", "    tol = run.gamma\n    # at 1x̄ᵀ + δN",
                "    tol = math.sqrt(run.gamma)\n    # at 1x̄ᵀ + δN", ["2.4"],
                "a scale tolerance derived at the wrong order: √γ instead of the rounding bound γ = n·u",
-               "claim numerics", path="proofs_check/runners/scale.py", scale="toy"),
+               "claim numerics", path="proofs_check/claims/scale_run.py", scale="toy"),
 )
 
 
@@ -203,7 +203,8 @@ _LEDGER = ("import json, sys\n"
 
 
 _SCALE = ("import json, sys\n"
-          "from proofs_check.runners.scale import ScaleRun, run_scale_claim\n"
+          "from proofs_check.claims.scale_run import ScaleRun\n"
+          "from proofs_check.runners.scale import run_scale_claim\n"
           "run = ScaleRun(sys.argv[1])\n"
           "out = {}\n"
           "for cid in sys.argv[2:]:\n"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-import time
 
 from proofs_check.environment import environment
-from proofs_check.claims.registry import CLAIM_IDS, CLAIMS, load_checks
-from proofs_check.claims.evidence import CheckContext, decide
+from proofs_check.claims.ids import CLAIM_IDS
+from proofs_check.claims.registry import get, load_checks
+from proofs_check.claims.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim
 
 
@@ -120,8 +119,9 @@ def format_table(ledger: dict) -> str:
 
 def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, device: str = "cpu",
                      profile: str = "ci", quick: bool = True, progress: bool = True) -> dict:
-    """``fastslow check --stack CKPT``: every claim registered with ``@on_stack`` on the trained
-    stack of checkpoint ``CKPT`` (its manifest's spec, weights loaded, in float64).
+    """``fastslow check --stack CKPT``: every claim with an on-stack form on the trained stack of checkpoint
+    ``CKPT`` (its manifest's spec, weights loaded, in float64), by ``Claim.evaluate``: dense where T·d fits,
+    matrix-free above, n/a for a claim stated at 1x̄ᵀ where the trained gates move the trajectory off it.
 
     Claims that state nothing about a stack, and claims without an on-stack form, are listed
     with their reason and not run.  The ledger records that the stack was trained: the
@@ -131,7 +131,6 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
 
     from numerics import checkpoint as ckpt
     from numerics.spec import StackSpec
-    from proofs_check.claims import on_stack
     manifest = ckpt.read_manifest(checkpoint)
     if "spec" not in manifest:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint}: the manifest has no 'spec' (not a fastslow train "
@@ -145,13 +144,14 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
     claims = []
     bar = tqdm(ids, desc="claims on the trained stack", unit="claim", disable=not progress or not sys.stderr.isatty())
     for cid in bar:
-        title = CLAIMS[cid].title if cid in CLAIMS else "(not implemented)"
-        if cid not in on_stack.ON_STACK:
-            reason = on_stack.ARCH_FREE.get(cid, "no on-stack form of this claim is registered")
+        entry = get(cid)
+        title = entry.title or "(not implemented)"
+        if entry.on_stack is None:
+            reason = entry.arch_free or "no on-stack form of this claim is registered"
             claims.append({"id": cid, "title": title, "status": "n/a", "reason": reason, "verdict": None})
             continue
         bar.set_postfix_str(cid)
-        verdict = evaluate_trained(cid, spec, ctx)
+        verdict = entry.evaluate(spec, ctx)
         claims.append({"id": cid, "title": title, "status": verdict.status, "reason": verdict.reason,
                        "verdict": verdict.as_dict(), "seconds": verdict.seconds})
         if progress and not sys.stderr.isatty():
@@ -164,88 +164,6 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
              "gates": [g[-1] for g in curves.get("gates", [])], "git": manifest.get("git")}
     return {"claims": claims, "stack": stack, "environment": environment(device),
             "options": {"profile": profile, "quick": quick, "stack": str(checkpoint)}}
-
-
-def evaluate_trained(claim_id: str, spec, ctx):
-    """``on_stack.evaluate`` on a trained spec.  An evaluation that needs stacks of another shape
-    than the checkpoint's (it varies the depth, the weight path, ...) cannot run on trained
-    weights: its verdict is n/a, with the refusal as the reason, not a failure of the claim.
-
-    A claim stated at the token-homogeneous reference (``on_stack.HOMOGENEOUS_REFERENCE``) is
-    n/a, not run, when the trained gates move the trajectory from 1x̄ᵀ off the homogeneous set
-    (``on_stack.reference_spread`` above its rounding tolerance): the theorem's condition does not
-    hold on these weights.  The reason names the measured spread and the gates.
-
-    Above :data:`DENSE_FEATURES` a claim with a scale form is evaluated by it (:func:`matrix_free_verdict`)."""
-    from numerics.stack import random_xbar
-    from proofs_check.claims import on_stack
-    from proofs_check.runners import scale
-    if claim_id in on_stack.HOMOGENEOUS_REFERENCE:
-        start = time.perf_counter()
-        ref = on_stack.reference_spread(spec.build(), random_xbar(spec.d, spec.seed))
-        if not ref["holds"]:
-            gates = ", ".join(f"{g:+.4f}" for g in ref["gates"])
-            reason = (f"spread {ref['spread']:.1e} > {ref['tolerance']:.1e} off 1x̄ᵀ: the trained gates g = ({gates}) "
-                      f"move the reference off the token-homogeneous set (max_ℓ ‖X_ℓ − 1·mean_t X_ℓ‖/‖X_ℓ‖ from "
-                      f"X_0 = 1x̄ᵀ, at layer {ref['layer']}; tolerance: float64 rounding at g = 0), and the claim is "
-                      "stated at the gate-0 homogeneous reference")
-            return on_stack.Verdict(claim_id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict(),
-                                    seconds=time.perf_counter() - start)
-    if spec.T * spec.d > DENSE_FEATURES and claim_id in scale.SCALE_FORMS:
-        return matrix_free_verdict(claim_id, spec)
-    verdict = on_stack.evaluate(claim_id, spec, ctx)
-    verdict.measured.setdefault("form", "dense")
-    if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
-        verdict.status = "n/a"
-        verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
-                          + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
-    return verdict
-
-
-#: Above this many features T·d a trained stack's claims run in their matrix-free scale forms
-#: (``proofs_check.runners.scale``): the dense forms build (Td)² state Jacobians and parameter Jacobians
-#: (at T·d = 256 all of them take ~30 s on one core; 4.1's grows as parameters × T·d).
-DENSE_FEATURES = 256
-
-
-@functools.lru_cache(maxsize=1)
-def _scale_run(spec):
-    """One ``ScaleRun`` per trained spec: its reference and derivatives are shared by the claims."""
-    from proofs_check.runners.scale import ScaleRun
-
-    return ScaleRun("checkpoint", dtype=spec.dtype, device=spec.device, seed=spec.seed, source=spec)
-
-
-def matrix_free_verdict(claim_id: str, spec):
-    """A claim on a trained stack above :data:`DENSE_FEATURES`, by its scale form (``proofs_check.runners.scale``:
-    jvp probes of the checkpoint's stack against the matrix-free predictions, with the form's control).
-    n/a when the form builds stacks the checkpoint does not hold (other depths, kernels, a slow path)."""
-    from numerics.checkpoint import CheckpointError
-    from proofs_check.claims import on_stack
-    from proofs_check.runners import scale
-    start = time.perf_counter()
-    try:
-        result = scale.SCALE_FORMS[claim_id](_scale_run(spec))
-    except CheckpointError as exc:
-        return on_stack.Verdict(claim_id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
-                                f"{spec.T * spec.d} > {DENSE_FEATURES})",
-                                spec=spec.as_dict(), seconds=time.perf_counter() - start)
-    except Exception as exc:  # a crashing form is a failure of the claim on this stack, as in on_stack.evaluate
-        import traceback
-
-        return on_stack.Verdict(claim_id, "fails", reason=f"matrix-free form raised {type(exc).__name__}: {exc}",
-                                measured={"form": "matrix-free", "traceback": traceback.format_exc(limit=4)},
-                                spec=spec.as_dict(), counterexample={"spec": spec.as_dict()},
-                                seconds=time.perf_counter() - start)
-    status = "holds" if decide(result) == "verified" else "fails"
-    measured = {"form": "matrix-free", "numeric": result.numeric.detail,
-                "control": {"status": result.control.status, "detail": result.control.detail}}
-    return on_stack.Verdict(claim_id, status, measured=measured, error=result.numeric.max_error,
-                            tolerance=result.numeric.tolerance, spec=spec.as_dict(),
-                            reason=None if status == "holds" else "matrix-free form: " + (
-                                result.control.detail if result.numeric.ok else result.numeric.detail),
-                            counterexample=None if status == "holds" else {"spec": spec.as_dict()},
-                            seconds=time.perf_counter() - start)
 
 
 def format_stack_table(ledger: dict) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from proofs_check.claims.registry import CLAIM_IDS
+from proofs_check.claims.ids import CLAIM_IDS
 from proofs_check.claims.evidence import CheckContext
 
 STATUSES = ("holds", "conditional", "fails", "n/a")
@@ -32,11 +32,11 @@ def _cell(claim, arch, status, condition=None, evidence=None, counterexample=Non
 
 
 def evaluate(claim: str, arch: str, ctx: CheckContext) -> dict:
-    """One cell: the claim's own evaluation on ``arch``'s stacks (``proofs_check.claims.on_stack``)."""
-    from proofs_check.claims import on_stack as O
-    if claim in O.ARCH_FREE:
-        return _cell(claim, arch, "n/a", O.ARCH_FREE[claim])
-    v = O.evaluate_arch(claim, arch, ctx)
+    """One cell: the claim's own evaluation on ``arch``'s stacks (``proofs_check.claims.registry.evaluate_arch``;
+    n/a with the registry's reason where the claim is not about an architecture or does not apply to it)."""
+    from proofs_check.claims.registry import evaluate_arch
+
+    v = evaluate_arch(claim, arch, ctx)
     evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2))
     return _cell(claim, arch, v.status, v.condition or v.reason, evidence, v.counterexample)
 
@@ -109,8 +109,7 @@ def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, prog
     from numerics import checkpoint as ckpt
     from numerics.spec import StackSpec
     from numerics.training import default_cache_dir
-    from proofs_check.claims import on_stack as O
-    from proofs_check.runners.check import evaluate_trained
+    from proofs_check.claims.registry import get
     from proofs_check.experiments.train import default_checkpoint
 
     path = default_checkpoint(cache_dir or default_cache_dir(), progress=progress)
@@ -122,13 +121,14 @@ def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, prog
     for c in ids:
         if progress:
             print(f"  {c} × trained", flush=True)
-        if c in O.ARCH_FREE:
-            cells.append(_cell(c, "trained", "n/a", O.ARCH_FREE[c]))
-        elif c not in O.ON_STACK:
+        entry = get(c)
+        if entry.arch_free:
+            cells.append(_cell(c, "trained", "n/a", entry.arch_free))
+        elif entry.on_stack is None:
             cells.append(_cell(c, "trained", "n/a", "no on-stack form: the claim is not a statement about one "
                                                     "given stack"))
         else:
-            v = evaluate_trained(c, spec, ctx)
+            v = entry.evaluate(spec, ctx)
             evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2),
                             trained=trained)
             cells.append(_cell(c, "trained", v.status, v.condition or v.reason, evidence, v.counterexample))

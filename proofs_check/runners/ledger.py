@@ -12,7 +12,8 @@ import traceback
 from dataclasses import asdict
 
 from proofs_check.claims.evidence import CheckContext, decide
-from proofs_check.claims.registry import CLAIM_IDS, CLAIMS
+from proofs_check.claims.ids import CLAIM_IDS
+from proofs_check.claims.registry import CLAIMS
 
 def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     """Run one claim's check and return its ledger entry (JSON-ready)."""
@@ -28,7 +29,7 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     from proofs_check.timeouts import StepTimeout, limit_symbolic_steps
 
     start = time.perf_counter()
-    record = {k: v for k, v in asdict(entry).items() if k != "check"}
+    record = entry.record()
     try:
         with count_calls(entry.generated) as calls, limit_symbolic_steps(ctx.step_seconds):
             result = entry.check(ctx)

@@ -177,23 +177,23 @@ def describe(path) -> dict:
 
 
 class _Registered:
-    """The claims registered with ``proofs_check.claims.on_stack``; the check modules are imported the
-    first time a claim is not found (importing them takes seconds)."""
+    """The claims with an on-stack form (``proofs_check.claims.registry.on_stack_claims``); the claim modules
+    are imported the first time a claim is not found (importing them takes seconds)."""
 
     loaded = False
 
     def __contains__(self, claim) -> bool:
-        from proofs_check.claims import on_stack
-        if claim not in on_stack.ON_STACK and not self.loaded:
-            from proofs_check.claims.registry import load_checks
+        from proofs_check.claims.registry import load_checks, on_stack_claims
 
+        if claim not in on_stack_claims() and not self.loaded:
             load_checks()
             self.loaded = True
-        return claim in on_stack.ON_STACK
+        return claim in on_stack_claims()
 
     def names(self) -> list[str]:
-        from proofs_check.claims import on_stack
-        return sorted(on_stack.ON_STACK)
+        from proofs_check.claims.registry import on_stack_claims
+
+        return sorted(on_stack_claims())
 
 
 def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "", max_tasks: int = MAX_TASKS) -> SweepSpec:

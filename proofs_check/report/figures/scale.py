@@ -37,13 +37,16 @@ def recorded_ledgers(cache_dir: str | None) -> list[dict]:
 
 def points(ctx) -> dict[str, list[tuple[int, int, float]]]:
     """claim -> [(T, d, error / tolerance)] over the live sizes and the recorded ledgers."""
-    from proofs_check.runners.scale import SCALE_CLAIMS, ScaleRun, run_scale_claim
+    from proofs_check.claims.registry import load_checks, scale_claims
+    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.runners.scale import run_scale_claim
 
-    series: dict[str, list] = {c: [] for c in SCALE_CLAIMS}
+    load_checks()
+    series: dict[str, list] = {c: [] for c in scale_claims()}
     ledgers = []
     for sizes in LIVE_SIZES:
         run = ScaleRun("custom", sizes=sizes, device=ctx.device)
-        ledgers.append({"claims": [run_scale_claim(c, run) for c in SCALE_CLAIMS]})
+        ledgers.append({"claims": [run_scale_claim(c, run) for c in scale_claims()]})
     ledgers += recorded_ledgers(ctx.cache_dir)
     for ledger in ledgers:
         for c in ledger["claims"]:
