@@ -1,15 +1,17 @@
-"""The reproduction report: markdown rendered by markdown-it-py, then drawn in a real browser.
+"""The reproduction report reads like a paper, and says what the ledger says.
 
-The unit tests pin each way the report can lie about the ledger (a status cell without its
-colour, a footnote marker left as text, a table whose rows do not share columns, a ``*``
-read as emphasis, ``None`` printed for a quantity that does not exist).  The browser test
-renders a report built from real ledger entries (claims 3.1 and 5.1, whose tables hold
-missing quantities), a real matrix slice and a real figure in headless Chromium and reads
-the page the browser laid out.
+Printer unit tests: each ``_print_X`` of ``proofs_check.report.typeset.FormulaPrinter`` on a
+small expression, against the notation of docs/theory.md written out by hand (Π⁺, I − 11ᵀ/d,
+diag(γ), ⊗, an entrywise map named below the formula).  Page tests: a report rendered from a
+small canned ledger and grid (two claims whose derivations are the real theory expressions)
+shows no SymPy names, no serialised records, the claims summary before the first
+derivation and the conditions table; the unit tests of the markdown pin each way a table or
+status cell could lie.  The browser test reads the page headless Chromium laid out.
 """
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 import shutil
@@ -17,14 +19,220 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import sympy as sp
+from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 
-from proofs_check.report.document import document as R
-from proofs_check.runners.grid import matrix_section
+from proofs_check.report import document as R
+from proofs_check.report.conditions import conditions_rows, grid_section
+from proofs_check.report.typeset import FormulaPrinter, prose, symbol_name, typeset
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 LEFTOVER_MATH = re.compile(r"\$[^$\s][^$]*\$")  # a $…$ the page still shows as source
 
+d, x, y, a = sp.symbols("d x y a")
+A, B = sp.MatrixSymbol("A", d, d), sp.MatrixSymbol("B", d, d)
+z = sp.MatrixSymbol("z", d, 1)
 
+
+def show(expr) -> str:
+    return FormulaPrinter().doprint(expr)
+
+
+# ----------------------------------------------------------------------------- the printer, node by node
+@pytest.mark.parametrize("name, expected", [
+    ("Pi_plus", "Π⁺"), ("W_VO", "W<sub>VO</sub>"), ("x0", "x₀"), ("H_ij", "Hᵢⱼ"), ("sigma2", "σ²"),
+    ("tbar", "t̄"), ("norm_G", "‖G‖"), ("norm_y_next", "‖y<sub>next</sub>‖"), ("lam", "λ"), ("Delta", "Δ"),
+    ("a_min", "a<sub>min</sub>"), ("gamma1", "γ₁")])
+def test_print_Symbol_and_MatrixSymbol_names(name, expected):
+    assert symbol_name(name) == expected
+    assert show(sp.Symbol(name)) == expected
+    assert show(sp.MatrixSymbol(name, 3, 3)) == expected
+
+
+@pytest.mark.parametrize("expr, expected", [
+    (sp.Integer(-3), "−3"), (sp.Rational(-1, 4), "−1/4"), (sp.S.Half, "1/2"), (sp.pi, "π"), (sp.E, "e"),
+    (sp.Float(0.125), "0.125"), (sp.oo, "∞")])
+def test_print_numbers_and_constants(expr, expected):
+    assert show(expr) == expected
+
+
+@pytest.mark.parametrize("expr, expected", [
+    (x - y, "x − y"), (1 - x, "1 − x"), (-x + y - 1, "y − x − 1"),                  # _print_Add: positive first
+    (2 * sp.pi * x, "2πx"), (-x * y, "−xy"), (x / (y + 1), "x/(y + 1)"),            # _print_Mul
+    (sp.log(x) / 2, "log(x)/2"), (x * sp.Symbol("W_VO"), "W<sub>VO</sub> x"),
+    (sp.sqrt(x), "√x"), (sp.sqrt(x + 1), "√(x + 1)"), (x ** 2, "x²"),                # _print_Pow
+    (x ** (a - 1), "x<sup>a − 1</sup>"), (1 / sp.sqrt(x), "1/√x"), ((x + 1) ** -2, "1/(x + 1)²"),
+    (sp.Symbol("sigma2") ** 2, "(σ²)²"), (sp.tanh(x) ** 2, "tanh²(x)"),
+    (sp.exp(-x), "e<sup>−x</sup>"), (sp.ceiling(x / y), "⌈x/y⌉"), (sp.floor(x), "⌊x⌋"),  # functions
+    (sp.Abs(x), "|x|"), (sp.loggamma(x + 1), "log Γ(x + 1)"), (sp.erf(x), "erf(x)"),
+])
+def test_print_scalar_nodes(expr, expected):
+    assert show(expr) == expected
+
+
+@pytest.mark.parametrize("expr, expected", [
+    (sp.Identity(d) - sp.OneMatrix(d, d) / d, "I − 11ᵀ/d"),        # _print_Identity, _print_OneMatrix, MatAdd
+    (sp.OneMatrix(d, 1), "1"), (sp.ZeroMatrix(d, d), "0"),
+    (z * z.T, "zzᵀ"), (2 * A, "2A"), (B - A, "B − A"),             # _print_MatMul, _print_Transpose
+    (sp.Transpose(A * B), "(AB)ᵀ"), (sp.MatrixSymbol("Pi_plus", d, d) * A, "Π⁺A"),
+    (A.I, "A⁻¹"), (sp.MatPow(A, 3), "A³"),                        # _print_Inverse, _print_MatPow
+    (sp.Trace(A * B), "tr(AB)"), (sp.DiagMatrix(z), "diag(z)"),   # _print_Trace, _print_DiagMatrix
+    (sp.KroneckerProduct(A, B), "A ⊗ B"), (sp.HadamardProduct(A, B), "A ⊙ B"),
+    (sp.MatrixSymbol("G", 2, 2)[0, 1], "G₁₂"),                     # _print_MatrixElement, counted from 1
+    (sp.Matrix([[x]]), "x"),
+    (sp.Matrix([[x], [y]]), '<span class="mat"><span class="row"><span class="cell">x</span></span>'
+                            '<span class="row"><span class="cell">y</span></span></span>'),
+])
+def test_print_matrix_nodes(expr, expected):
+    assert show(expr) == expected
+
+
+def test_print_ElementwiseApplyFunction_names_the_map_below_the_formula():
+    t = sp.Dummy("d")
+    f = typeset(ElementwiseApplyFunction(sp.Lambda(t, sp.exp(-t * sp.Symbol("Delta"))), z))
+    assert f.html == "φ(z)"
+    assert f.where == (("φ(y)", "e<sup>−Δy</sup>, entrywise"),)
+
+
+def test_print_Lambda():
+    assert show(sp.Lambda(y, y ** 2)) == "(y ↦ y²)"
+
+
+def test_repeated_long_subexpression_becomes_a_definition():
+    sigma = sp.sqrt(sp.Symbol("eps") + sp.Trace(A * B * A.T * B.T) / d + sp.Trace(A) * sp.Trace(B))
+    f = typeset(A / sigma + B / sigma)
+    assert f.where == (("ξ₁", "ε + tr(A) tr(B) + tr(ABAᵀBᵀ)/d"),)
+    assert f.html == "A/√ξ₁ + B/√ξ₁"
+
+
+def test_layer_norm_jacobian_reads_as_notation():
+    # J_LN(z) = diag(γ)/σ (P − P z zᵀ P/(dσ²)), σ² = ε + ‖Pz‖²/d, P = I − 11ᵀ/d, built as theory/factorisation.py does
+    P = sp.Identity(d) - sp.OneMatrix(d, d) / d
+    var = sp.Symbol("eps") + sp.Trace(P * z * z.T * P) / d
+    f = typeset(sp.DiagMatrix(sp.MatrixSymbol("gamma", d, 1)) * (P - P * z * z.T * P / (d * var)) / sp.sqrt(var))
+    assert f.html == "diag(γ) (I − 11ᵀ/d − (I − 11ᵀ/d) zzᵀ (I − 11ᵀ/d)/(dξ₁))/√ξ₁"
+    assert f.where == (("ξ₁", "ε + tr((I − 11ᵀ/d) zzᵀ (I − 11ᵀ/d))/d"),)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("J_LN(z) = diag(γ)/σ", "J<sub>LN</sub>(z) = diag(γ)/σ"),
+    ("x**2 and a^{n+1} and b^(-1)", "x² and a<sup>n+1</sup> and b⁻¹"),
+    ("θ_ℓ and W_VO", "θ<sub>ℓ</sub> and W<sub>VO</sub>"),
+    ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),
+    ("h * k", "h · k")])
+def test_prose(text, expected):
+    assert prose(text) == expected
+
+
+# ----------------------------------------------------------------------------- a canned report
+def _claim(cid, title, generated, finding=None):
+    return {"id": cid, "title": title, "status": "verified", "kind": "identity", "setting": "paper",
+            "standing": "holds as stated", "headline": f"{title}, exact at the reference",
+            "statement": "At X = 1x̄ᵀ the Jacobian factorises as A ⊗ G_ℓ with Π_plus the pseudo-inverse.",
+            "assumptions": ["pre-LN stack with h**2 small"], "generated": generated,
+            "symbolic": {"proved": 1, "steps": 1, "list": [{"name": "G_ℓ(λ) is affine in λ", "proved": True,
+                                                             "method": "sympy.simplify", "detail": ""}]},
+            "numeric": {"cases": 2, "max_error": 3.1e-16, "tolerance": 1e-12, "detail": "float64",
+                        "table": [{"T": 4, "error": 3.1e-16}, {"T": 8, "error": None}]},
+            "control": {"status": "fails-as-predicted", "detail": "a non-constant X breaks it"},
+            "finding": finding}
+
+
+# derivations from the cheap theory families (theory/factorisation.py takes about a minute to derive)
+LEDGER = {"claims": [_claim("2.1", "Jacobian factorisation", ["numerics.generated.architectures.postln_mode_block",
+                                                              "numerics.generated.architectures.looped_mode_block"]),
+                     _claim("3.2", "Coarse graining", ["numerics.generated.coarse_graining.block_projector"])],
+          "environment": {"python": "3.11"}, "options": {"quick": True}}
+
+MATRIX = {"options": {"quick": True, "archs": ["preln", "looped", "mhc"], "claims": ["2.1", "3.2"]},
+          "cells": [{"claim": "2.1", "arch": "preln", "status": "holds", "condition": None,
+                     "evidence": {"numeric": {"cases": 2, "max_error": 3.1e-16}}, "counterexample": None},
+                    {"claim": "2.1", "arch": "looped", "status": "conditional", "condition": "g_ℓ small",
+                     "evidence": {"error": 0.1}, "counterexample": None},
+                    {"claim": "2.1", "arch": "mhc", "status": "conditional", "condition": "g_ℓ small",
+                     "evidence": {}, "counterexample": None},
+                    {"claim": "3.2", "arch": "preln", "status": "fails", "condition": None,
+                     "evidence": {"error": [1.0, 2.0]}, "counterexample": {"seed": 3, "value": None}},
+                    {"claim": "3.2", "arch": "looped", "status": "n/a", "condition": "token-rate claim",
+                     "evidence": {}, "counterexample": None},
+                    {"claim": "3.2", "arch": "mhc", "status": "holds", "condition": None,
+                     "evidence": {}, "counterexample": None}]}
+
+
+def _figure(folder: Path, name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(folder / f"{name}.png", dpi=40)
+    plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def canned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    _figure(out / "figures", "claims_matrix")
+    extra = grid_section(MATRIX, figures=["claims_matrix"]) + ["", "## Generated code", "", "```", "ok", "```"]
+    md = R.render_markdown(LEDGER, out / "figures", {"check claims": 1.0}, {}, extra_sections=extra)
+    page = R.render_html(md, out / "figures")
+    (out / "report.html").write_text(page)
+    return out, md, page
+
+
+def _text(page: str) -> str:
+    """The HTML's text as a reader sees it (tags dropped, entities decoded, images' data left out)."""
+    body = re.sub(r"<style>.*?</style>", "", page, flags=re.S)
+    return html_lib.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_no_sympy_names_operators_or_records(canned):
+    _, md, page = canned
+    text = _text(page)
+    for raw in ("_plus", "**", "Symbol(", "Matrix(", "MatrixSymbol", "DiagMatrix", "OneMatrix", "numerics.generated",
+                "\\mathbb", "^{", "Pi_plus", "G_ℓ", "W_VO"):
+        assert raw not in text, raw
+    assert not re.search(r"\{'|\['|': |\bNone\b|\[\^", text), "a serialised record or footnote marker is shown"
+    assert "Π⁺Π" in text and "J₂ (hM + I) J₁" in text and "diag(φ(a))" in text and "entrywise" in text
+
+
+def test_summary_comes_before_the_first_derivation(canned):
+    _, _, page = canned
+    text = _text(page)
+    assert text.index("Summary") < text.index("holds as stated") < text.index("Derivation.")
+    assert text.index("Claims × architectures") > text.index("Claim 3.2:")  # the body, then the other runs
+    assert text.index("Appendix: the ledger") > text.index("Generated code")
+
+
+def test_formulas_are_captioned_by_what_they_compute(canned):
+    _, _, page = canned
+    captions = re.findall(r'<div class="caption">(.*?)</div>', page)
+    assert len(captions) == 3
+    assert "G<sub>post</sub>(λ) = J₂(I + hM)J₁" in captions[0] and "W<sub>VO</sub>ᵀ" in captions[0]
+    assert captions[2].startswith("Q = Π⁺Π, the projector")
+
+
+def test_conditions_table_replaces_the_footnotes(canned):
+    _, md, page = canned
+    assert "Conditions" in page and 'class="footnote-item"' not in page
+    rows = conditions_rows(MATRIX)
+    assert rows == [("2.1", "conditional", "g_ℓ small", ["looped", "mhc"]),
+                    ("3.2", "fails", "a counterexample was found (seed 3), recorded in matrix.json", ["preln"]),
+                    ("3.2", "n/a", "token-rate claim", ["looped"])]
+    assert "| 2.1 | **conditional** | looped, mhc | g<sub>ℓ</sub> small |" in md
+    for cls in ("holds", "conditional", "fails", "na"):
+        assert f'<td class="{cls}">' in page
+
+
+def test_figures_are_numbered_in_page_order(canned):
+    _, md, _ = canned
+    assert "*Figure 1. " in md and "claims_matrix`" not in md
+
+
+# ----------------------------------------------------------------------------- markdown details
 def _html(md: str, tmp_path: Path) -> str:
     return R.render_html(md, tmp_path / "figures")
 
@@ -49,28 +257,10 @@ def test_missing_quantity_is_a_dash_with_a_legend(tmp_path):
 
 
 def test_ledger_text_is_literal(tmp_path):
-    title = "Gate bound: below g* the product never expands; θ_ℓ and |x| and [1, 2] and $5"
+    title = "Gate bound: below g* the product never expands; |x| and [1, 2] and $5 and <b>"
     page = _html(R.md_escape(title), tmp_path)
-    assert "<em>" not in page and "g*" in page and "θ_ℓ" in page and "|x|" in page and "[1, 2]" in page
-    assert "$5" in page and 'class="math' not in page
-
-
-def test_status_cells_are_coloured_and_footnotes_render(tmp_path):
-    matrix = {"options": {"quick": True, "archs": ["preln", "looped"], "claims": ["1.2", "6.1"]},
-              "cells": [{"claim": "1.2", "arch": "preln", "status": "holds", "condition": None,
-                         "evidence": {"numeric": {"cases": 2, "max_error": 3.1e-16}}, "counterexample": None},
-                        {"claim": "1.2", "arch": "looped", "status": "conditional", "condition": "g_ℓ* small",
-                         "evidence": {}, "counterexample": None},
-                        {"claim": "6.1", "arch": "preln", "status": "fails", "condition": None,
-                         "evidence": {}, "counterexample": {"seed": 3, "value": None}},
-                        {"claim": "6.1", "arch": "looped", "status": "n/a", "condition": "token-rate claim",
-                         "evidence": {}, "counterexample": None}]}
-    md = "\n".join(matrix_section(matrix))
-    page = _html(md, tmp_path)
-    for cls in ("holds", "conditional", "fails", "na"):
-        assert f'<td class="{cls}">' in page
-    assert "[^" not in page and page.count('class="footnote-item"') == 4
-    assert "None" not in page and "(cases = 2, max_error = 3.1e-16)" in page
+    assert "<em>" not in page and "g*" in page and "|x|" in page and "[1, 2]" in page
+    assert "$5" in page and 'class="math' not in page and "&lt;b&gt;" in page
 
 
 def test_fenced_code_and_maths(tmp_path):
@@ -80,53 +270,19 @@ def test_fenced_code_and_maths(tmp_path):
     assert "<svg" in page and "\\frac" not in page.split("aria-label")[0]  # mathtext drew it
 
 
-def test_derivation_is_mathml_of_the_expression():
-    from theory.coarse_graining import generated_functions
-
-    name = generated_functions()[0].name
-    d = R.derivations([f"numerics.generated.coarse_graining.{name}"])[0]
-    assert R.render_math(d.latex, True) == f'<math display="block">{d.mathml}</math>'
-    assert "<mi>" in d.mathml or "<mn>" in d.mathml
-
-
 # ----------------------------------------------------------------------------- in a browser
-@pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    from proofs_check.runners.check import run_checks
-    from proofs_check.report.figures import render
-    from numerics.io import write_json
-    from proofs_check.claims.evidence import CheckContext
-    from proofs_check.runners.grid import run_matrix
-
-    out = tmp_path_factory.mktemp("report")
-    claims = ["3.1", "5.1"]
-    ledger = run_checks(claims, progress=False)
-    matrix = run_matrix(only_arch=["preln", "looped"], claims=claims, ledger=ledger)
-    write_json(out / "cache" / "matrix.json", matrix)
-    render(["mode_products", "claims_matrix"], CheckContext(cache_dir=str(out / "cache")), out / "figures",
-           formats=("png",))
-    # the generated-code section as reproduce writes it: a heading and derive's text in a fenced block
-    extra = (["", "## Generated code", "", "```", "coarse_graining: numerics/generated/coarse_graining.py ok", "```", ""]
-             + matrix_section(matrix, figures=["claims_matrix"]))
-    md = R.render_markdown(ledger, out / "figures", {"check claims": 1.0, "report": 0.5},
-                           {"3.1": ["mode_products"]}, extra_sections=extra)
-    (out / "report.md").write_text(md)
-    (out / "report.html").write_text(R.render_html(md, out / "figures"))
-    return out
-
-
 PROBE = """<script>
 window.addEventListener('load', () => {
   const imgs = [...document.images];
-  const maths = [...document.querySelectorAll('math, svg.mathtext')];
+  const formulas = [...document.querySelectorAll('div.formula')];
   const out = {
     text: document.body.innerText,
     images: imgs.length,
     loaded: imgs.filter(i => i.complete && i.naturalWidth > 0).length,
-    maths: maths.length,
-    drawn: maths.filter(m => m.getBoundingClientRect().width > 0).length,
+    formulas: formulas.length,
+    drawn: formulas.filter(m => m.getBoundingClientRect().width > 0).length,
+    wrapped: formulas.filter(m => m.scrollWidth <= m.clientWidth + 1).length,
     coloured: document.querySelectorAll('td.holds, td.conditional, td.fails, td.na').length,
-    footnotes: document.querySelectorAll('li.footnote-item').length,
   };
   const pre = document.createElement('pre');
   pre.id = 'probe';
@@ -136,31 +292,24 @@ window.addEventListener('load', () => {
 </script></body>"""
 
 
-def _browser_probe(html_path: Path, tmp_path: Path) -> dict:
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium; "
+                                             ".ci/run installs it where apt is available)")
+def test_report_in_headless_chromium(canned, tmp_path):
+    out, _, _ = canned
     probed = tmp_path / "probed.html"
-    probed.write_text(html_path.read_text().replace("</body>", PROBE, 1))
+    probed.write_text((out / "report.html").read_text().replace("</body>", PROBE, 1))
     dom = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                          "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
+                          "--window-size=800,2000", "--virtual-time-budget=10000", "--dump-dom", probed.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     match = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
     assert match, "the browser did not run the page's probe"
-    import html
-
-    return json.loads(html.unescape(match.group(1)))
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install chromium; "
-                                             ".ci/run installs it where apt is available)")
-def test_report_in_headless_chromium(report_dir, tmp_path):
-    probe = _browser_probe(report_dir / "report.html", tmp_path)
+    probe = json.loads(html_lib.unescape(match.group(1)))
     text = probe["text"]
-    assert "[^" not in text, "a footnote marker is left as text"
-    assert not re.search(r"\bNone\b", text), "a literal None is shown"
-    assert not LEFTOVER_MATH.search(text), f"unrendered maths: {LEFTOVER_MATH.search(text).group(0)[:80]}"
-    assert "```" not in text
-    assert probe["images"] == 2 and probe["loaded"] == 2, probe  # mode_products and claims_matrix
-    assert probe["maths"] > 0 and probe["drawn"] == probe["maths"], probe
-    # the summary's status and ledger cells of 2 claims, two ledger status cells, 2 claims × 2 architectures
-    assert probe["coloured"] == 2 * 2 + 2 + 4 and probe["footnotes"] == 4, probe
-    # the figure of the matrix sits under the matrix, not under a claim
-    assert text.index("Claims × architectures") < text.index("claims_matrix") < text.index("Claim 3.1:")
+    assert "[^" not in text and not re.search(r"\bNone\b", text) and "```" not in text
+    assert not LEFTOVER_MATH.search(text)
+    assert "_plus" not in text and "**" not in text and "Π⁺" in text
+    assert probe["images"] == 1 and probe["loaded"] == 1, probe
+    assert probe["formulas"] == 3 and probe["drawn"] == 3 and probe["wrapped"] == 3, probe  # no formula overflows
+    # summary: status and ledger cells of 2 claims; grid: 6 cells; conditions: 3 status cells; ledger: 2
+    assert probe["coloured"] == 2 * 2 + 6 + 3 + 2, probe
+    assert text.index("Summary") < text.index("Claim 2.1:") < text.index("Conditions")

@@ -1,15 +1,17 @@
 """The reproduction report: ``report.md`` and a self-contained ``report.html`` from the ledger.
 
-One section per claim (docs/theory.md §1–§7): statement, assumptions, reconstruction flag,
-the derivation (each generated function's SymPy expression), the symbolic steps, the
-numeric tables, the negative control, any finding, and the figures.
+It reads as a paper: the claims summary first (kind, setting, status, finding), then one
+section per claim (docs/theory.md §1–§7: statement, assumptions, the derivation typeset from
+each generated function's SymPy expression and captioned by what it computes, the symbolic
+steps, the numeric tables, the negative control, any finding, the figures), then the
+sections of the other runs (claims × architectures with its conditions table, scale, sweeps,
+trained stacks, reach), and the mechanical ledger and timings as an appendix.
 
-``report.md`` is CommonMark with tables, footnotes and ``$$…$$`` maths.  ``report.html`` is
-that markdown rendered by markdown-it-py (tables, footnotes, fenced code, dollar maths);
-it needs no network: figures are embedded as base64 PNG, and each derivation is rendered
-as presentation MathML by SymPy's own printer from the expression itself (Chromium and
-Firefox draw MathML natively).  LaTeX that did not come from a derivation is drawn by
-matplotlib's mathtext as inline SVG.
+``report.md`` is CommonMark with tables and inline HTML (the typeset formulas of
+``proofs_check.report.typeset``, ``<sub>``/``<sup>``), which GitHub's markdown also draws.
+``report.html`` is that markdown rendered by markdown-it-py; it needs no network: figures
+are embedded as base64 PNG, and formulas are HTML text.  ``$$…$$`` LaTeX that did not come
+from a derivation is drawn by matplotlib's mathtext as inline SVG.
 """
 
 from __future__ import annotations
@@ -24,21 +26,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from proofs_check.report.markdown import md_escape
+from proofs_check.report.typeset import Formula, prose, typeset
 from proofs_check.tables import Markdown, bold, markdown_table
 
-MAX_LATEX = 1500  # longer derivations are shown by name only; the generated module holds them
 MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
 
-# MathML of every LaTeX string a derivation produced, so that the HTML renders the expression
-# itself rather than re-parsing its LaTeX
-_MATHML: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
 class Derivation:
-    name: str  # qualified name of the generated function
-    latex: str
-    mathml: str
+    name: str  # qualified name of the generated function (kept for the ledger, never printed)
+    formula: Formula
 
 
 @lru_cache(maxsize=None)
@@ -50,9 +48,6 @@ def _family_functions(family: str) -> dict:
 
 @lru_cache(maxsize=None)
 def _derivation(qualname: str) -> Derivation | None:
-    import sympy
-    from sympy.printing.mathml import mathml
-
     module_name, _, fn_name = qualname.rpartition(".")
     family = module_name.rsplit(".", 1)[-1]
     try:
@@ -61,22 +56,13 @@ def _derivation(qualname: str) -> Derivation | None:
         return None
     if fn_name not in fns:
         return None
-    expr = fns[fn_name].expr
-    tex = sympy.latex(expr)
-    if len(tex) > MAX_LATEX:
-        tex = r"\text{(expression too long to print; see the generated module)}"
-        ml = "<mtext>(expression too long to print; see the generated module)</mtext>"
-    else:
-        ml = mathml(expr, printer="presentation")
-    return Derivation(qualname, tex, ml)
+    fn = fns[fn_name]
+    return Derivation(qualname, typeset(fn.expr, caption=prose(fn.doc, escape=html.escape)))
 
 
 def derivations(generated: list[str]) -> list[Derivation]:
-    """The derivation of each generated function a claim lists, from its SymPy source."""
-    out = [d for d in map(_derivation, generated) if d is not None]
-    for d in out:
-        _MATHML[d.latex.strip()] = d.mathml
-    return out
+    """The derivation of each generated function a claim lists, typeset from its SymPy source."""
+    return [d for d in map(_derivation, generated) if d is not None]
 
 
 # ----------------------------------------------------------------------------- markdown text
@@ -138,12 +124,12 @@ def summary_md(ledger: dict) -> list[str]:
     (``proofs_check.claims.standing``), before the mechanical ledger."""
     from proofs_check.claims.standing import summary_markdown
 
-    return ["Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
+    return summary_markdown(ledger).splitlines() + [
+        "", "Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
             "system, no stack enters; prediction: a quantitative statement about stacks that can fail on "
             "some stack; experiment: depends on data), the *setting* it was checked in, and its *status*: "
             "holds as stated, holds under a condition the paper does not state, fails in the paper's "
-            "setting, or reconstruction (the definition was rebuilt in docs/theory.md).", ""] + \
-        summary_markdown(ledger).splitlines()
+            "setting, or reconstruction (the definition was rebuilt in docs/theory.md)."]
 
 
 def ledger_table_md(ledger: dict) -> list[str]:
@@ -156,7 +142,7 @@ def ledger_table_md(ledger: dict) -> list[str]:
         flag = " *(reconstruction)*" if c.get("reconstruction") else ""
         ctl = c.get("control")
         ctl_s = _control_word(ctl["status"]) if ctl else MISSING
-        rows.append((Markdown(f"[{c['id']}](#claim-{_slug_id(c['id'])})"), Markdown(md_escape(c["title"]) + flag),
+        rows.append((Markdown(f"[{c['id']}](#claim-{_slug_id(c['id'])})"), Markdown(prose(c["title"]) + flag),
                      bold(ledger_word(c)), f"{c['symbolic']['proved']}/{c['symbolic']['steps']}", num_s, ctl_s))
     return markdown_table(("claim", "title", "status", "symbolic", "numeric max error / tolerance", "control"), rows)
 
@@ -182,12 +168,20 @@ def timings_md(timings: dict[str, float]) -> list[str]:
     return markdown_table(("step", "seconds"), rows + [("total", f"{sum(timings.values()):.1f}")])
 
 
+FIGURE = "*Figure:"  # numbered in page order by render_markdown
+
+
 def figure_md(name: str, title: str | None = None) -> list[str]:
-    caption = md_escape(title) if title else name
-    return [f"![{caption}](figures/{name}.png)", "", f"*Figure `{name}`: {caption}.*", ""]
+    caption = prose(title) if title else prose(name.replace("_", " "))
+    return [f"![{caption}](figures/{name}.png)", "", f"{FIGURE} {caption.rstrip('.')}.*", ""]
 
 
-def _figure_titles() -> dict[str, str]:
+def _number_figures(text: str) -> str:
+    count = iter(range(1, 10_000))
+    return re.sub(re.escape(FIGURE), lambda _: f"*Figure {next(count)}.", text)
+
+
+def figure_titles() -> dict[str, str]:
     from proofs_check.report.figures import load_figures
 
     return {name: fig.title for name, fig in load_figures().items()}
@@ -197,47 +191,48 @@ def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> lis
     from proofs_check.claims.standing import ledger_word, setting_text
 
     recon = " *(reconstruction)*" if c.get("reconstruction") else ""
-    lines = ["", f"## Claim {c['id']}: {md_escape(c['title'])}", ""]
+    lines = ["", f"## Claim {c['id']}: {prose(c['title'])}", ""]
     if c.get("standing"):
         lines += [f"**Status: {md_escape(c['standing'])}** — {md_escape(c.get('kind') or '')}, checked in "
-                  f"{md_escape(setting_text(c.get('setting')))}; ledger: **{ledger_word(c)}**{recon}", ""]
+                  f"{prose(setting_text(c.get('setting')))}; ledger: **{ledger_word(c)}**{recon}", ""]
         if c.get("condition"):
-            lines += [f"*Condition the paper does not state:* {md_escape(c['condition'])}", ""]
+            lines += [f"*Condition the paper does not state:* {prose(c['condition'])}", ""]
         if c.get("standing_conflict"):
-            lines += [f"*Standing corrected by the evidence:* {md_escape(c['standing_conflict'])}", ""]
+            lines += [f"*Standing corrected by the evidence:* {prose(c['standing_conflict'])}", ""]
     else:
         lines += [f"**Status: {c['status']}**{recon}", ""]
     if c["status"] == "skipped":
-        return lines + [md_escape(c.get("detail", "")), ""]
-    lines += [f"**Statement.** {md_escape(c.get('statement', ''))}", ""]
+        return lines + [prose(c.get("detail", "")), ""]
+    lines += [f"**Statement.** {prose(c.get('statement', ''))}", ""]
     if c.get("assumptions"):
-        lines += ["**Assumptions.**", ""] + [f"- {md_escape(a)}" for a in c["assumptions"]] + [""]
+        lines += ["**Assumptions.**", ""] + [f"- {prose(a)}" for a in c["assumptions"]] + [""]
     derivs = derivations(c.get("generated", []))
     if derivs:
-        lines += ["**Derivation (generated from SymPy).**", ""]
+        lines += ["**Derivation.** Each formula is the SymPy expression the generated code was compiled from, "
+                  "typeset; its caption says what it computes.", ""]
         for d in derivs:
-            lines += [f"`{d.name}`", "", "$$", d.latex, "$$", ""]
+            lines += [d.formula.block(), ""]
     steps = c["symbolic"].get("list", [])
     if steps:
         lines += [f"**Symbolic steps** ({c['symbolic']['proved']}/{c['symbolic']['steps']} proved).", ""]
         lines += [f"- {'proved' if s['proved'] else '**NOT proved**'} ({md_escape(s['method'])}): "
-                  f"{md_escape(s['name'])}" + (f" — {md_escape(s['detail'])}" if s.get("detail") else "")
+                  f"{prose(s['name'])}" + (f" — {prose(s['detail'])}" if s.get("detail") else "")
                   for s in steps]
         lines.append("")
     num = c.get("numeric")
     if num:
         lines += [f"**Numeric check.** {num['cases']} cases, max error {num['max_error']:.3e} against "
-                  f"tolerance {num['tolerance']:.3e}. {md_escape(num.get('detail', ''))}", ""]
+                  f"tolerance {num['tolerance']:.3e}. {prose(num.get('detail', ''))}", ""]
         lines += numeric_tables_md(num.get("table", []))
     ctl = c.get("control")
     if ctl:
-        lines += [f"**Negative control** — {_control_word(ctl['status'])}. {md_escape(ctl.get('detail', ''))}", ""]
+        lines += [f"**Negative control** — {_control_word(ctl['status'])}. {prose(ctl.get('detail', ''))}", ""]
     if c.get("finding"):
-        lines += [f"> **Finding.** {md_escape(c['finding'])}", ""]
+        lines += [f"> **Finding.** {prose(c['finding'])}", ""]
     if c.get("notes"):
-        lines += [f"*Notes.* {md_escape(c['notes'])}", ""]
+        lines += [f"*Notes.* {prose(c['notes'])}", ""]
     if c.get("detail"):
-        lines += [f"*Detail.* {md_escape(c['detail'])}", ""]
+        lines += [f"*Detail.* {prose(c['detail'])}", ""]
     for fig in figures:
         lines += figure_md(fig, titles.get(fig))
     return lines
@@ -245,27 +240,31 @@ def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> lis
 
 def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
                     figure_index: dict[str, list[str]], extra_sections: list[str] = ()) -> str:
-    """The whole report as markdown.  A figure already placed by an extra section (the claims ×
-    architectures figure under the matrix) is not repeated under its claim."""
+    """The whole report as markdown: the claims summary, one section per claim, the other runs'
+    sections, and the ledger and timings as an appendix.  A figure already placed by an extra
+    section (the claims × architectures figure under its grid) is not repeated under its claim."""
     extra = list(extra_sections)
     placed = set(re.findall(r"\]\(figures/([\w-]+)\.png\)", "\n".join(extra)))
-    titles = _figure_titles()
+    titles = figure_titles()
     lines = ["# fastslow reproduction report", "",
              "Claims of *Attention is Just Another Name for Coupling? A Fast–Slow ODE Perspective on "
-             "Hierarchical Pretraining* (arXiv 2606.16730), checked symbolically (SymPy), at 50 digits "
-             "(mpmath), and numerically against random untied Transformer stacks, each beside a negative "
-             "control. The claims and their assumptions are stated in the repository's docs/theory.md; "
-             "definitions marked *(reconstruction)* are rebuilt there where the paper's could not be "
-             "recovered.", "", "## What each verdict means", ""]
+             "Hierarchical Pretraining* (arXiv 2606.16730), one line each: what kind of statement it is, the "
+             "setting it was checked in, and where it stands.", "", "## Summary", ""]
     lines += summary_md(ledger)
-    lines += ["", environment_line(ledger), "", "## Ledger", ""]
-    lines += ledger_table_md(ledger)
-    lines += ["", "## Timings", ""] + timings_md(timings)
-    lines += extra
+    lines += ["", environment_line(ledger), "", "## How each claim is checked", "",
+              "Each claim is checked symbolically (SymPy), at 50 digits (mpmath) where a number is derived, and "
+              "numerically against random untied Transformer stacks, each beside a negative control that breaks "
+              "the claim's condition and must fail by the predicted amount. The claims and their assumptions "
+              "are stated in the repository's docs/theory.md; definitions marked *(reconstruction)* are rebuilt "
+              "there where the paper's could not be recovered. The mechanical ledger and the timings of this "
+              "run are in the appendix."]
     for c in ledger["claims"]:
         figs = [f for f in figure_index.get(c["id"], []) if f not in placed]
         lines += claim_section_md(c, figs, titles)
-    return "\n".join(lines) + "\n"
+    lines += extra
+    lines += ["", "## Appendix: the ledger", ""] + ledger_table_md(ledger)
+    lines += ["", "## Appendix: timings", ""] + timings_md(timings)
+    return _number_figures("\n".join(lines) + "\n")
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -288,7 +287,15 @@ img{max-width:100%;border:1px solid #eee}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto}
 code{font-size:.92em}
 .math.block{overflow-x:auto;margin:.6em 0 1em 1em}
-math[display=block]{text-align:left}
+.formula{margin:.8em 0 1.2em 1.2em}
+.formula .caption{font-size:.9em;color:#555;margin-bottom:.2em}
+.formula .eq{font-family:"STIX Two Math","Cambria Math","Latin Modern Math","DejaVu Serif",serif;font-size:1.08em;
+  padding-left:2em;text-indent:-2em;overflow-wrap:anywhere}
+.formula .where{font-family:"DejaVu Serif",serif;font-size:.95em;padding-left:2em;text-indent:-1em;color:#333}
+.mat{display:inline-table;vertical-align:middle;border-left:1px solid #333;border-right:1px solid #333;
+  padding:0 .2em;margin:0 .2em;text-indent:0}
+.mat .row{display:table-row}.mat .cell{display:table-cell;padding:.05em .5em;text-align:center}
+sub,sup{font-size:.72em}
 blockquote{border-left:4px solid #d98b00;margin:1em 0;padding:.3em 1em;background:#fff8ec}
 .holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}
 .footnotes{font-size:.88em}
@@ -308,12 +315,8 @@ def _mathtext_svg(latex: str, display: bool) -> str:
 
 
 def render_math(latex: str, display: bool) -> str:
-    """HTML for one formula: a derivation's MathML, else mathtext SVG."""
-    key = latex.strip()
-    mode = "block" if display else "inline"
-    if key in _MATHML:
-        return f'<math display="{mode}">{_MATHML[key]}</math>'
-    return _mathtext_svg(key, display)
+    """HTML for one ``$$…$$`` LaTeX formula of an extra section: mathtext SVG."""
+    return _mathtext_svg(latex.strip(), display)
 
 
 def _markdown_it(figures_dir: Path):
@@ -322,7 +325,7 @@ def _markdown_it(figures_dir: Path):
     from mdit_py_plugins.dollarmath import dollarmath_plugin
     from mdit_py_plugins.footnote import footnote_plugin
 
-    md = (MarkdownIt("commonmark", {"html": False})
+    md = (MarkdownIt("commonmark", {"html": True})  # the typeset formulas and <sub>/<sup> are HTML
           .enable("table")
           .use(footnote_plugin)
           .use(anchors_plugin, min_level=2, max_level=2, slug_func=_slug)

@@ -114,10 +114,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             from proofs_check.claims.standing import summary_markdown
 
             write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
-            from proofs_check.runners.grid import matrix_section
+            from proofs_check.report.conditions import grid_section
 
-            extra = _derive_section(results["derive"], integrity) + [""] + matrix_section(results["matrix"],
-                                                                                figures=["claims_matrix"])
+            extra = grid_section(results["matrix"], figures=["claims_matrix"])
             extra += scale_section([results["scale"], *recorded_scale_runs()])
             extra += sweep_section(figures_dir)
             extra += trained_findings.report_section(ledger["trained"])
@@ -126,6 +125,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             extra += depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"])
             extra += text_experiment.report_section(text_73, figures_dir)
             extra += _mutation_section(out)
+            extra += _derive_section(results["derive"], integrity)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
             write_text(out / "report.html", render_html(md, figures_dir))
