@@ -10,7 +10,7 @@ from numerics.spec import StackSpec
 from numerics.stack import random_stack, random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.on_stack import evaluate
+from proofs_check.claims.registry import evaluate
 
 EPS = 2.0**-52
 
