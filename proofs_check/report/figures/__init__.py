@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -51,10 +52,39 @@ def load_figures() -> dict[str, Figure]:
     return FIGURES
 
 
+REPORT_WIDTH_PX = 1100  # the report's text column: a wider figure is shown scaled down to it
+MIN_TEXT_PX = 11  # the smallest text a reader should meet at report width
+_SUBSCRIPT = re.compile(r"(?<=[^\s$_])_(\{[^{}$]+\}|[A-Za-z0-9ℓ]+)")
+
+
+def _readable(fig) -> None:
+    """Titles, axis labels and tick labels legible at report width (at least ``MIN_TEXT_PX`` once the
+    figure is scaled to the report's column; legends keep their size, so they cover no more data), and
+    ``a_b`` in a plain label drawn as a subscript (mathtext), never as ``_b``."""
+    from matplotlib.text import Text
+
+    floor_pt = max(8.0, MIN_TEXT_PX * 72 * fig.get_size_inches()[0] / REPORT_WIDTH_PX)
+    titles = [fig._suptitle] if fig._suptitle is not None else []
+    for ax in fig.axes:
+        titles += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            ticks = axis.get_ticklabels()
+            if ticks and ticks[0].get_fontsize() < floor_pt:
+                ax.tick_params(axis=name, which="both", labelsize=floor_pt)
+    for text in titles:
+        if text.get_fontsize() < floor_pt:
+            text.set_fontsize(floor_pt)
+    for text in fig.findobj(Text):
+        label = text.get_text()
+        if "_" in label and "$" not in label:
+            text.set_text(_SUBSCRIPT.sub(lambda m: "$_{" + m.group(1).strip("{}") + "}$", label))
+
+
 def save(fig, out_dir: Path, name: str) -> list[Path]:
     """Write ``fig`` as ``name.png`` and ``name.pdf`` (the formats ``render`` asked for) atomically; close it."""
     import matplotlib.pyplot as plt
 
+    _readable(fig)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -33,7 +33,9 @@ def render_depth_clock(ctx, out_dir):
 
     d, L = (8, 16) if ctx.quick else (16, 32)
     xbar = random_xbar(d, 0)
-    fig, axes = plt.subplots(1, 4, figsize=(19, 5.6))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 12))  # 2 × 2: four panels in a row are unreadable at report width
+    axes = axes.ravel()
+    fig.subplots_adjust(hspace=0.75, wspace=0.25)
     below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     colours = ("tab:blue", "tab:orange", "tab:green")
     # (a) r_ℓ(λ) against σ̃_ℓ/σ̃_0: random stacks (dots), the clock (lines), the power law (dotted)
