@@ -16,14 +16,17 @@ import torch
 F64 = torch.float64
 
 
-def stack_jacobian(f, x: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
+def stack_jacobian(f, x: torch.Tensor, chunk_size: int | None = None, *, create_graph: bool = False) -> torch.Tensor:
     """The dense Jacobian ∂ vec f(x) / ∂ vec x (row-major vec), shape (f(x).numel(), x.numel()), by
     reverse-mode autograd (``torch.func.jacrev``); f is the stack, a layer, a step or any map of the state.
 
     ``chunk_size``: how many rows one batched vector–Jacobian product computes.  None: all rows in one
     vmap; 1: one product per row without vmap (the products ``torch.autograd.functional.jacobian``
-    takes, bit for bit, and no vmap restrictions on f); k: k rows at a time, to bound memory."""
-    return torch.func.jacrev(f, chunk_size=chunk_size)(x).reshape(-1, x.numel())
+    takes, bit for bit, and no vmap restrictions on f); k: k rows at a time, to bound memory.
+    ``create_graph``: keep the result differentiable (in the weights, or under an enclosing
+    ``torch.func`` transform); by default it is detached, as ``torch.autograd.functional.jacobian``'s."""
+    J = torch.func.jacrev(f, chunk_size=chunk_size)(x).reshape(-1, x.numel())
+    return J if create_graph else J.detach()
 
 
 def flat_jacobian(f, x: torch.Tensor) -> torch.Tensor:
@@ -36,7 +39,7 @@ def layer_jacobians(stack, X: torch.Tensor) -> list[torch.Tensor]:
     """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ of a :class:`numerics.stack.Stack` at the states visited from X, each
     (T d, T d), detached from the weights."""
     states = stack.trajectory(X).detach()
-    return [stack_jacobian(layer, states[ell]).detach() for ell, layer in enumerate(stack.layers)]
+    return [stack_jacobian(layer, states[ell]) for ell, layer in enumerate(stack.layers)]
 
 
 def reference_input(stack, seed: int, homogeneous: bool = True, delta: float = 0.0) -> torch.Tensor:

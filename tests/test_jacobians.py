@@ -71,3 +71,19 @@ def test_state_jacobian_of_a_variant_and_layer_product():
     assert float((prod - J).norm() / J.norm()) <= mf.rounding_tolerance(4, 3, 3, F64)
     wrong = Js[0] @ Js[1] @ Js[2]  # control: the reversed order is not the stack's Jacobian
     assert float((wrong - J).norm() / J.norm()) > 1e3 * mf.rounding_tolerance(4, 3, 3, F64)
+
+
+def test_result_is_detached_unless_a_graph_is_asked_for():
+    """Like ``torch.autograd.functional.jacobian``: no graph to the weights by default (a float() of it raises no
+    warning and frees the graph); ``create_graph=True`` keeps one, and its weight gradient is the one of the
+    same entry taken row by row."""
+    stack = random_stack(3, 2, 1, 1, "causal", seed=4)
+    X = reference_input(stack, 1, homogeneous=False)
+    assert not stack_jacobian(stack, X).requires_grad
+    J = stack_jacobian(stack, X, create_graph=True)
+    assert J.requires_grad
+    W = stack.layers[0].mlp.W1
+    (g_rev,) = torch.autograd.grad(J[1, 2], W)
+    row = torch.autograd.functional.jacobian(stack, X, create_graph=True).reshape(6, 6)[1, 2]
+    (g_ref,) = torch.autograd.grad(row, W)
+    assert torch.allclose(g_rev, g_ref, rtol=1e-12, atol=1e-14)  # two orders of the same few products
