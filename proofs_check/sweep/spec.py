@@ -28,46 +28,85 @@ knob, an empty axis, a value of the wrong type, the grid's size (points × seeds
 without listing the points, at most ``max_tasks``, default :data:`MAX_TASKS`), and every grid
 point's stack configuration (``numerics.stack.validate_config``: T divisible by P, heads
 dividing d, ...) and architecture options.  A bad spec raises :class:`SpecError` naming the
-key; the command line turns it into exit status 2.
+key; the command line turns it into exit status 2.  The file's schema is :class:`SweepFile`
+(a ``[[sweep]]`` table: :class:`SweepTable`; a figure: :class:`Figure`); the checks that need
+the registry, a preset or the whole grid are :func:`parse`'s.
 """
 
 from __future__ import annotations
 
 import tomllib
+import typing
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from numerics.params import FLOAT_KNOBS, KNOBS
-from numerics.spec import StackSpec
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
+
+from numerics.params import SEED_MAX, StackKnobs
+from numerics.spec import StackSpec, StackSpecModel
 
 #: StackSpec fields a sweep may put on an axis (besides the random_stack knobs).
 SIZE_AXES = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype")
+KNOBS = tuple(StackKnobs.model_fields)
 AXES = SIZE_AXES + KNOBS
-#: keys of a ``[[sweep]]`` table that are not axes.
-SWEEP_KEYS = ("claim", "seeds", "first_seed", "scale", "arch_options", "figure")
-TOP_KEYS = ("name", "description", "profile", "batch", "sweep")
 PROFILES = ("ci", "thorough")
-FIGURE_KEYS = ("x", "y", "value", "boundary", "boundary_axis", "boundary_shift", "contour", "level", "label",
-               "boundary_label", "aggregate")
-
-INT_AXES = ("T", "P", "d", "layers", "heads", "mlp_ratio", "block_size")
-STR_AXES = ("arch", "kernel", "dtype", "weight_path", "slow_kernel")
-
 
 #: the largest grid (tasks = points × seeds, summed over the tables) run without ``--max-tasks``:
 #: the shipped ``thorough`` spec (70 016 tasks) fits; each task is a few kB in the scheduler.
 MAX_TASKS = 200_000
-SEED_MAX = 2**63 - 1
 
 
 class SpecError(ValueError):
     """A bad sweep spec; the message names the offending key."""
 
 
-@dataclass(frozen=True)
-class Figure:
-    """One phase diagram: ``value`` over (``x``, ``y``) per slice of the sweep's other axes.
+def _value_type(name: str) -> type:
+    """The scalar type of axis ``name``: from StackSpecModel's or StackKnobs' declaration."""
+    model = StackKnobs if name in KNOBS else StackSpecModel
+    kinds = [model.model_fields[name].annotation]
+    while kinds:
+        kind = kinds.pop()
+        if kind in (bool, int, float, str):
+            return kind
+        kinds.extend(typing.get_args(kind)[:1] if typing.get_origin(kind) is Annotated else typing.get_args(kind))
+    raise TypeError(f"no scalar type for axis {name}")  # pragma: no cover  (every axis is typed)
+
+
+def _coerce(kind: type, value):
+    """One axis value, checked for its type; float knobs become floats (5 and 5.0 are one point)."""
+    if isinstance(value, (list, dict)):
+        raise ValueError(f"values must be scalars, got {value!r}")
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError("must be a number")
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"must be {'an integer' if kind is int else 'a ' + {str: 'string', bool: 'boolean'}[kind]}")
+    return value
+
+
+def _axis(name: str):
+    """An axis: a scalar (one point) or a non-empty list of distinct values of the axis' type."""
+    kind = _value_type(name)
+
+    def check(value):
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise ValueError("empty axis (give at least one value)")
+        out = tuple(_coerce(kind, v) for v in values)
+        if len(set(out)) != len(out):
+            raise ValueError(f"repeated values {list(values)}")
+        return out
+
+    scalar = {"type": {bool: "boolean", int: "integer", float: "number", str: "string"}[kind]}
+    return Annotated[tuple | None, PlainValidator(check),
+                     WithJsonSchema({"anyOf": [scalar, {"type": "array", "items": scalar, "minItems": 1}]})]
+
+
+class Figure(BaseModel):
+    """One phase diagram (``[[sweep.figure]]``): ``value`` over (``x``, ``y``) per slice of the sweep's other axes.
 
     The theory's boundary is either ``boundary`` (a column giving, for each y, the predicted x
     at which the verdict flips, plus ``boundary_shift``; ``boundary_axis = "y"`` swaps the roles)
@@ -76,17 +115,79 @@ class Figure:
     quotient ``a / b`` (``proofs_check.sweep.figures.column``).
     """
 
-    x: str
-    y: str
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    x: str = Field(description="a varied axis of the sweep")
+    y: str = Field(description="another varied axis")
     value: str = "error_ratio"
     boundary: str | None = None
-    boundary_axis: str = "x"
-    boundary_shift: float = 0.0
+    boundary_axis: Literal["x", "y"] = "x"
+    boundary_shift: Annotated[float, Field(strict=False)] = 0.0
     contour: str | None = None
-    level: float = 1.0
+    level: Annotated[float, Field(strict=False)] = 1.0
     label: str | None = None
     boundary_label: str | None = None
-    aggregate: str = "median"
+    aggregate: Literal["median", "mean", "max", "min"] = "median"
+
+
+class _SweepKeys(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    claim: str = Field(description="a claim with an on-stack form (proofs_check.claims)")
+    seeds: int = Field(1, ge=1, description="seeds first_seed … first_seed + seeds - 1")
+    first_seed: int = Field(0, ge=0, le=SEED_MAX)
+    scale: str | None = Field(None, description="a scale preset whose sizes are the base (numerics.presets)")
+    arch_options: dict[str, Any] = Field(default_factory=dict, description="the architecture's options, fixed")
+    figure: Annotated[list[Figure], BeforeValidator(lambda v: [v] if isinstance(v, dict) else v)] = Field(
+        default_factory=list, description="phase diagrams (one table is a list of one)")
+
+
+#: one ``[[sweep]]`` table: its keys, and each axis (a StackSpec field or a random_stack knob).
+SweepTable = create_model("SweepTable", __base__=_SweepKeys, __doc__=(
+    "One ``[[sweep]]`` table: a claim over the product of its axes (a scalar is a fixed value), times its seeds."),
+    **{name: (_axis(name), None) for name in AXES})
+
+
+class SweepFile(BaseModel):
+    """A sweep spec file: its name, profile, batch size and one or more ``[[sweep]]`` tables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str | None = Field(None, description="default: the file's stem; names the default output folder")
+    description: str = ""
+    profile: Literal[PROFILES] = Field("ci", description="the CheckContext profile")
+    batch: int | None = Field(None, ge=1, description="rows per Parquet file")
+    sweep: list[SweepTable] = Field(min_length=1)
+
+
+def _where(loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _refusal(err: dict, data: dict) -> str:
+    """The first schema error as one line naming the key (``sweep[0].layers``)."""
+    loc = list(err["loc"])
+    where, key, value = _where(loc), loc[-1] if loc else "", err.get("input")
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        if len(loc) == 1:
+            return f"{key}: unknown top-level key (known: {', '.join(SweepFile.model_fields)})"
+        if key == "seed":
+            return f"{where}: not an axis; use seeds = N (and first_seed)"
+        if "figure" in loc:
+            return f"{where}: unknown figure key (known: {', '.join(Figure.model_fields)})"
+        return f"{where}: unknown knob (axes: {', '.join(AXES)})"
+    if kind == "missing":
+        return f"{where}: missing" + (" (which claim does this sweep evaluate?)" if key == "claim" else "")
+    if loc == ["sweep"]:
+        return "sweep: the spec needs at least one [[sweep]] table"
+    if kind == "value_error":
+        text = str(err["ctx"]["error"])
+        return f"{where}={value!r} {text}" if text.startswith("must") else f"{where}: {text}"
+    return f"{where}={value!r}: {err['msg'][0].lower()}{err['msg'][1:]}"
 
 
 @dataclass(frozen=True)
@@ -169,7 +270,7 @@ def describe(path) -> dict:
     for table in data.get("sweep", []):
         n = table.get("seeds", 1)
         for key, value in table.items():
-            if key not in SWEEP_KEYS and isinstance(value, list):
+            if key in AXES and isinstance(value, list):
                 n *= len(value)
         tasks += n
     return {"description": data.get("description", ""), "tasks": tasks,
@@ -197,28 +298,21 @@ class _Registered:
 
 
 def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "", max_tasks: int = MAX_TASKS) -> SweepSpec:
-    """Validate a parsed TOML document; raise :class:`SpecError` naming the first bad key."""
-    unknown = [k for k in data if k not in TOP_KEYS]
-    if unknown:
-        raise SpecError(f"{unknown[0]}: unknown top-level key (known: {', '.join(TOP_KEYS)})")
-    name = data.get("name", name)
-    if (not isinstance(name, str) or not name.strip() or "/" in name or name in (".", "..")
-            or not name.isprintable()):
+    """Validate a parsed TOML document against :class:`SweepFile`, then its claims, presets and grid;
+    raise :class:`SpecError` naming the first bad key."""
+    try:
+        doc = SweepFile.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_refusal(exc.errors()[0], data)) from None
+    name = doc.name if doc.name is not None else name
+    if not name.strip() or "/" in name or name in (".", "..") or not name.isprintable():
         raise SpecError(f"name={name!r} must be a non-empty printable string without '/' (it names the "
                         "default output folder)")
-    profile = data.get("profile", "ci")
-    if profile not in PROFILES:
-        raise SpecError(f"profile={profile!r} is not one of {', '.join(PROFILES)}")
-    batch = data.get("batch")
-    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        raise SpecError(f"batch={batch!r} must be a positive integer")
-    tables = data.get("sweep")
-    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
-        raise SpecError("sweep: the spec needs at least one [[sweep]] table")
     claims = _Registered() if claims is None else list(claims)
-    sweeps = tuple(_parse_sweep(i, table, claims) for i, table in enumerate(tables))
-    spec = SweepSpec(name=name, sweeps=sweeps, description=str(data.get("description", "")),
-                     profile=profile, batch=batch, source=source)
+    sweeps = tuple(_parse_sweep(i, table, list(raw), claims) for i, (table, raw) in enumerate(zip(doc.sweep,
+                                                                                                   data["sweep"])))
+    spec = SweepSpec(name=name, sweeps=sweeps, description=doc.description, profile=doc.profile, batch=doc.batch,
+                     source=source)
     from proofs_check.sweep.grid import check_grid, grid_size
 
     sizes = [grid_size(s) for s in sweeps]
@@ -235,69 +329,25 @@ def parse(data: dict, *, name: str = "sweep", claims=None, source: str = "", max
     return spec
 
 
-def _parse_sweep(index: int, table: dict, claims) -> Sweep:
+def _parse_sweep(index: int, table, order: list[str], claims) -> Sweep:
+    """A validated ``[[sweep]]`` table as a :class:`Sweep`: its claim registered, its preset known, its
+    seeds in range and its figures on varied axes; ``order``: the table's keys as the file wrote them."""
     where = f"sweep[{index}]"
-    if "claim" not in table:
-        raise SpecError(f"{where}.claim: missing (which claim does this sweep evaluate?)")
-    claim = table["claim"]
-    if not isinstance(claim, str) or claim not in claims:
+    if table.claim not in claims:
         names = claims.names() if isinstance(claims, _Registered) else claims
-        raise SpecError(f"{where}.claim={claim!r} is not a claim on a stack "
+        raise SpecError(f"{where}.claim={table.claim!r} is not a claim on a stack "
                         f"(registered: {', '.join(names) or 'none'})")
-    seeds = table.get("seeds", 1)
-    first_seed = table.get("first_seed", 0)
-    for key, value, low in (("seeds", seeds, 1), ("first_seed", first_seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise SpecError(f"{where}.{key}={value!r} must be an integer ≥ {low}")
-    if first_seed + seeds > SEED_MAX:
-        raise SpecError(f"{where}.seeds={seeds!r}: the seeds first_seed … first_seed + seeds - 1 must stay "
+    if table.first_seed + table.seeds > SEED_MAX:
+        raise SpecError(f"{where}.seeds={table.seeds!r}: the seeds first_seed … first_seed + seeds - 1 must stay "
                         f"below 2**63 - 1")
-    scale = table.get("scale")
-    base = _scale_base(scale, where) if scale is not None else {}
-    arch_options = table.get("arch_options", {})
-    if not isinstance(arch_options, dict):
-        raise SpecError(f"{where}.arch_options must be a table")
-    axes = dict(base)
-    for key, value in table.items():
-        if key in SWEEP_KEYS:
-            continue
-        if key == "seed":
-            raise SpecError(f"{where}.seed: not an axis; use seeds = N (and first_seed)")
-        if key not in AXES:
-            raise SpecError(f"{where}.{key}: unknown knob (axes: {', '.join(AXES)})")
-        values = value if isinstance(value, list) else [value]
-        if not values:
-            raise SpecError(f"{where}.{key}: empty axis (give at least one value)")
-        axes[key] = tuple(_coerce(f"{where}.{key}", key, v) for v in values)
-        if len(set(axes[key])) != len(axes[key]):
-            raise SpecError(f"{where}.{key}: repeated values {list(values)}")
-    figures = table.get("figure", [])
-    if isinstance(figures, dict):
-        figures = [figures]
-    if not isinstance(figures, list):
-        raise SpecError(f"{where}.figure must be a table or an array of tables")
-    figs = tuple(_parse_figure(f"{where}.figure[{i}]", f, axes) for i, f in enumerate(figures))
-    return Sweep(index=index, claim=claim, axes=axes, seeds=seeds, first_seed=first_seed, scale=scale,
-                 arch_options=dict(arch_options), figures=figs)
-
-
-def _coerce(where: str, key: str, value):
-    """One axis value, checked for its type; float knobs become floats (5 and 5.0 are one point)."""
-    if isinstance(value, (list, dict)):
-        raise SpecError(f"{where}: values must be scalars, got {value!r}")
-    if key in FLOAT_KNOBS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{where}={value!r} must be a number")
-        return float(value)
-    if key in INT_AXES:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f"{where}={value!r} must be an integer")
-        return value
-    if key in STR_AXES:
-        if not isinstance(value, str):
-            raise SpecError(f"{where}={value!r} must be a string")
-        return value
-    raise SpecError(f"{where}: no type known for {key!r}")  # pragma: no cover  (AXES are all typed above)
+    axes = _scale_base(table.scale, where) if table.scale is not None else {}
+    for key in order:
+        if key in AXES:
+            axes[key] = getattr(table, key)
+    for i, fig in enumerate(table.figure):
+        _check_figure(f"{where}.figure[{i}]", fig, axes)
+    return Sweep(index=index, claim=table.claim, axes=axes, seeds=table.seeds, first_seed=table.first_seed,
+                 scale=table.scale, arch_options=dict(table.arch_options), figures=tuple(table.figure))
 
 
 def _scale_base(name, where: str) -> dict:
@@ -316,34 +366,18 @@ def _scale_base(name, where: str) -> dict:
             if value is not None:
                 base[f.name] = (value,)
     for key, value in dict(preset.knobs).items():
-        base[key] = (_coerce(f"{where}.scale", key, value),)
+        base[key] = (_coerce(_value_type(key), value),)
     return base
 
 
-def _parse_figure(where: str, table: dict, axes: dict) -> Figure:
-    if not isinstance(table, dict):
-        raise SpecError(f"{where} must be a table")
-    unknown = [k for k in table if k not in FIGURE_KEYS]
-    if unknown:
-        raise SpecError(f"{where}.{unknown[0]}: unknown figure key (known: {', '.join(FIGURE_KEYS)})")
+def _check_figure(where: str, fig: Figure, axes: dict) -> None:
+    """A figure's x and y must be distinct varied axes of its sweep; boundary and contour exclude each other."""
     for key in ("x", "y"):
-        if key not in table:
-            raise SpecError(f"{where}.{key}: missing (an axis of this sweep)")
-        if table[key] not in axes or len(axes[table[key]]) < 2:
-            raise SpecError(f"{where}.{key}={table[key]!r} is not a varied axis of this sweep "
+        value = getattr(fig, key)
+        if value not in axes or len(axes[value]) < 2:
+            raise SpecError(f"{where}.{key}={value!r} is not a varied axis of this sweep "
                             f"(varied: {', '.join(k for k, v in axes.items() if len(v) > 1) or 'none'})")
-    if table["x"] == table["y"]:
-        raise SpecError(f"{where}.y: x and y are both {table['x']!r}")
-    if table.get("boundary_axis", "x") not in ("x", "y"):
-        raise SpecError(f"{where}.boundary_axis={table['boundary_axis']!r} must be 'x' or 'y'")
-    if "boundary" in table and "contour" in table:
+    if fig.x == fig.y:
+        raise SpecError(f"{where}.y: x and y are both {fig.x!r}")
+    if fig.boundary is not None and fig.contour is not None:
         raise SpecError(f"{where}.contour: give boundary or contour, not both")
-    if table.get("aggregate", "median") not in ("median", "mean", "max", "min"):
-        raise SpecError(f"{where}.aggregate={table['aggregate']!r} must be median, mean, max or min")
-    for key in ("level", "boundary_shift"):
-        if key in table and (isinstance(table[key], bool) or not isinstance(table[key], (int, float))):
-            raise SpecError(f"{where}.{key}={table[key]!r} must be a number")
-    for key in ("value", "boundary", "contour", "label", "boundary_label"):
-        if key in table and not isinstance(table[key], str):
-            raise SpecError(f"{where}.{key}={table[key]!r} must be a string")
-    return Figure(**{k: (float(v) if k in ("level", "boundary_shift") else v) for k, v in table.items()})
