@@ -184,3 +184,27 @@ def test_version_names_the_installed_distribution(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.strip() == f"fastslow {version('fastslow')}"
+
+
+@pytest.mark.parametrize("preset,expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise(preset, expected):
+    """``fastslow`` sets OMP_WAIT_POLICY=PASSIVE before torch loads (spinning waits cost 10× at load), and
+    leaves a value the user set alone."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset is not None:
+        env["OMP_WAIT_POLICY"] = preset
+    # the policy as torch's import begins: libgomp reads it once, when torch loads it
+    code = ("import os, sys\nseen = []\n"
+            "class Hook:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'torch' and not seen:\n"
+            "            seen.append(os.environ.get('OMP_WAIT_POLICY'))\n"
+            "sys.meta_path.insert(0, Hook())\n"
+            "import proofs_check.cli\n"
+            "print(seen)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr([expected])
