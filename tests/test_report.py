@@ -119,7 +119,9 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("x**2 and a^{n+1} and b^(-1)", "x² and a<sup>n+1</sup> and b⁻¹"),
     ("θ_ℓ and W_VO", "θ<sub>ℓ</sub> and W<sub>VO</sub>"),
     ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),
-    ("h * k", "h · k")])
+    ("h * k", "h · k"),
+    ("Pi_plus and decay 2, ln_gain 0.2", "Π⁺ and decay 2, `ln_gain` 0.2"),  # a parameter name is code
+    ("x̄_{b−1}", "x̄<sub>b−1</sub>")])
 def test_prose(text, expected):
     assert prose(text) == expected
 

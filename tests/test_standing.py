@@ -134,9 +134,9 @@ def test_control_a_claim_that_holds_reads_verified(monkeypatch, claims):
 def test_the_report_opens_with_the_summary(monkeypatch, claims, tmp_path):
     record = _lying_claim(monkeypatch, claims)
     md = render_markdown({"claims": [record], "options": {}}, tmp_path / "figures", {}, {})
-    first = md.split("## Ledger")[0]
-    assert "## What each verdict means" in first and S.FAILS in first
-    assert md.index("What each verdict means") < md.index("## Ledger")
+    first = md.split("## Claim 1.2")[0]
+    assert "## Summary" in first and S.FAILS in first
+    assert md.index("## Summary") < md.index("## Claim 1.2") < md.index("## Appendix: the ledger")
     section = md.split("## Claim 1.2")[1]
     assert f"**Status: {S.FAILS}**" in section and "**verified**" not in section
 

@@ -399,7 +399,10 @@ def typeset(expr, caption: str = "") -> Formula:
 
 
 # ----------------------------------------------------------------------------- prose
-_SCRIPT = re.compile(r"(?<![\w\\])([A-Za-zΑ-Ωα-ωℓ′]+|\))(?:_(\{[^{}]+\}|[A-Za-z0-9ℓ]+)|(?:\*\*|\^)(\{[^{}]+\}|\(?[-−]?[A-Za-z0-9.]+\)?))")
+_PROSE = re.compile(
+    r"(?<![\w\\])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![\w{])"   # W_VO, Pi_plus, value_scale
+    r"|(?P<base>[A-Za-zΑ-Ωα-ωℓ][\u0300-\u036f′]*|\))"                          # θ_ℓ, x̄_{b−1}, x**2, (…)^2
+    r"(?:_(?P<low>\{[^{}]+\}|[A-Za-z0-9ℓ]+)|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?[A-Za-z0-9.]+))")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 
 
@@ -407,19 +410,32 @@ def _md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def _is_symbol(ident: str) -> bool:
+    """``W_VO``, ``Pi_plus``, ``x_0``: a one-letter or Greek base with one subscript (not ``value_scale``)."""
+    base, *subs = ident.split("_")
+    return len(subs) == 1 and (len(base) == 1 or base in GREEK)
+
+
 def prose(text, escape=_md) -> str:
-    """Ledger text as markdown with ``A_B`` set as a subscript and ``x**2``/``x^2`` as a superscript;
-    everything else literal (markdown characters escaped; ``escape=html.escape`` for HTML)."""
+    """Ledger text as markdown: ``A_B`` set as a subscript, ``x**2``/``x^2`` as a superscript, a
+    parameter name (``value_scale``) as code; everything else literal (markdown characters escaped;
+    ``escape=html.escape`` for HTML)."""
     text = str(text)
     out, last = [], 0
-    for m in _SCRIPT.finditer(text):
-        base, low, high = m.group(1), m.group(2), m.group(3)
-        script = (low or high).strip("{}")
-        if high and script.startswith("(") and script.endswith(")"):
-            script = script[1:-1]
-        script = script.replace("-", MINUS)
-        out.append(escape(text[last:m.start()]) + escape(base)
-                   + (sub(html.escape(script)) if low else sup(html.escape(script))))
+    for m in _PROSE.finditer(text):
+        out.append(escape(text[last:m.start()]))
         last = m.end()
+        if m.group("ident"):
+            ident = m.group("ident")
+            if _is_symbol(ident):
+                out.append(symbol_name(ident))
+            else:
+                out.append(f"<code>{html.escape(ident)}</code>" if escape is not _md else f"`{ident}`")
+            continue
+        script = (m.group("low") or m.group("high")).strip("{}")
+        if m.group("high") and script.startswith("(") and script.endswith(")"):
+            script = script[1:-1]
+        script = html.escape(script.replace("-", MINUS))
+        out.append(escape(m.group("base")) + (sub(script) if m.group("low") else sup(script)))
     out.append(escape(text[last:]))
     return "".join(out).replace(" \\* ", " · ").replace(" * ", " · ")
