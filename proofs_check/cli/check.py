@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from numerics.io import write_json, write_text
+from proofs_check.runners.ledger_schema import checked_ledger
 from proofs_check.cli.options import (UsageError, add_allow_drift, add_claims, add_device, add_json,
                                       add_no_progress, add_seed, add_size, check_output_file, integrity, path_type,
                                       quick, scale_preset, seed, table_stream)
@@ -74,7 +75,7 @@ def run(args) -> int:
     if drift.override:
         print(str(drift), file=table_stream(args))
     if args.json:
-        write_json(args.json, ledger)
+        write_json(args.json, checked_ledger(ledger))
     if args.summary:
         from proofs_check.claims.standing import summary_markdown
 
@@ -104,5 +105,5 @@ def _check_scale(args, claims) -> int:
                        progress=not args.no_progress)
     print(format_table(ledger) + "\n" + format_sizes(ledger), file=table_stream(args))
     if args.json:
-        write_json(args.json, ledger)
+        write_json(args.json, checked_ledger(ledger))
     return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
