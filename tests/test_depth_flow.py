@@ -62,7 +62,7 @@ def test_bad_rtol():
 # ---- ledger power: the check itself fails on a broken stack or a perturbed generated function
 import numerics.generated.depth_flow as gen_df  # noqa: E402
 from numerics.stack import Layer  # noqa: E402
-from proofs_check.claims import depth_flow as chk  # noqa: E402
+from proofs_check.claims.depth_flow import euler_scheme  # noqa: E402
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.registry import load_checks
 from proofs_check.runners.ledger import run_claim# noqa: E402
@@ -72,7 +72,7 @@ from proofs_check.claims.on_stack import evaluate, matrix_spec  # noqa: E402
 def test_error_constant_matches_richardson():
     """The derived constant E(1) against the stack's own Richardson limit (quick depths 8..64)."""
     ctx = CheckContext()
-    v = evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx)
+    v = evaluate("1.1", euler_scheme._euler_specs("preln", ctx)[0], ctx)
     assert v.status == "holds", v
     # R₂ − C = O(h³); the tolerance is twice its estimate from the last two R₂ (measured ≈ 0.4 of it)
     assert v.measured["C_rel_error"] <= v.measured["C_rel_tolerance"]
@@ -100,10 +100,10 @@ def _mlp_reads_x(self, x):
 def test_ledger_catches_wrong_sublayer_input(monkeypatch):
     """The slope stays 1 but the constant moves by ≈ 40 %: the ledger entry must fail."""
     ctx = CheckContext()
-    spec = chk._euler_specs("preln", ctx)[0]
+    spec = euler_scheme._euler_specs("preln", ctx)[0]
     monkeypatch.setattr(Layer, "forward", _mlp_reads_x)
     v = evaluate("1.1", spec, ctx)
-    assert abs(v.measured["slope"] - 1) <= chk.SLOPE_TOL  # the order alone would pass
+    assert abs(v.measured["slope"] - 1) <= euler_scheme.SLOPE_TOL  # the order alone would pass
     assert v.status == "fails" and v.measured["C_rel_error"] > 0.1
     load_checks()
     assert run_claim("1.1", ctx)["status"] != "verified"
@@ -117,7 +117,7 @@ def test_ledger_catches_wrong_step_size(monkeypatch):
 
     ctx = CheckContext()
     monkeypatch.setattr(Layer, "forward", forward)
-    assert evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx).status == "fails"
+    assert evaluate("1.1", euler_scheme._euler_specs("preln", ctx)[0], ctx).status == "fails"
 
 
 def test_iid_drift_prediction_size():
@@ -126,7 +126,7 @@ def test_iid_drift_prediction_size():
     drift = nd.iid_drift(6, 8, depths, range(4))
     for L, m in zip(depths, drift):
         r = m / nd.iid_drift_prediction(6, 8, 64, L)
-        assert chk.IID_BAND[0] <= r <= chk.IID_BAND[1], (L, r)  # 4-seed spread and O(h) drift of X_ℓ
+        assert euler_scheme.IID_BAND[0] <= r <= euler_scheme.IID_BAND[1], (L, r)  # 4-seed spread and O(h) drift of X_ℓ
 
 
 @pytest.mark.parametrize("fn", ["shifted_defect", "euler_error_constant", "scalar_rate"])
@@ -190,5 +190,5 @@ def test_ledger_1_1_catches_attention_without_its_score_scale(monkeypatch):
 
     ctx = CheckContext()
     monkeypatch.setattr(Attention, "weights", weights)
-    v = evaluate("1.1", chk._euler_specs("preln", ctx)[0], ctx)
+    v = evaluate("1.1", euler_scheme._euler_specs("preln", ctx)[0], ctx)
     assert v.status == "fails" and v.measured["paper_layer_rel_error"] > 1e-6
