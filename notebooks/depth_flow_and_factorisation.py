@@ -29,7 +29,7 @@ from numerics import factorisation as nf
 from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
 from numerics import random_stack
-from proofs_check.claims import factorisation as chk
+from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form
 from proofs_check.report.figures import render
 from proofs_check.claims.evidence import CheckContext
 
@@ -56,7 +56,7 @@ print("scalar test system: derived C =", C, " Richardson estimate =", 2 * consts
 stack = random_stack(6, 8, 4, 2, "causal", seed=0, value_scale=1.0)
 xbar = random_xbar(8, 100)
 lam, G = nf.mode_blocks(stack, xbar)
-off, blk, tol = chk.factorisation_error(stack, xbar)
+off, blk, tol = frozen_kernel.factorisation_error(stack, xbar)
 print("eigenvalues", lam.tolist())
 print(f"max off-block {off:.1e}, max block error {blk:.1e}, tolerance {tol:.1e}")
 
@@ -64,11 +64,11 @@ print(f"max off-block {off:.1e}, max block error {blk:.1e}, tolerance {tol:.1e}"
 # ## Violations (Claim 2.2) and the polynomial form (Claim 2.3)
 
 # %%
-for kind in chk.CONTROL_KINDS:
-    print(kind, [f"{m:.2e}" for m in chk.control_masses([1e-4, 1e-3], kind)])
-err, tol = chk.polynomial_form_error(16 if SMOKE else 64, d=8 if SMOKE else 16, L=4 if SMOKE else 8)
+for kind in conditions.CONTROL_KINDS:
+    print(kind, [f"{m:.2e}" for m in conditions.control_masses([1e-4, 1e-3], kind)])
+err, tol = polynomial_form.polynomial_form_error(16 if SMOKE else 64, d=8 if SMOKE else 16, L=4 if SMOKE else 8)
 print(f"polynomial form: error {err:.2e} <= tolerance {tol:.2e}")
-for row in chk.eigen_coordinate_errors([4, 16, 32]):
+for row in polynomial_form.eigen_coordinate_errors([4, 16, 32]):
     print(row)
 
 # %% [markdown]

@@ -10,7 +10,7 @@ from numerics.fitting import loglog_fit
 from numerics.jacobians import stack_jacobian
 from numerics import random_stack
 from numerics.stack import random_xbar
-from proofs_check.claims import factorisation as chk
+from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form, qk_invisibility
 from strategies import HARD_CASES, stack_specs
 
 
@@ -28,20 +28,20 @@ EIGEN_RESOLUTION = 1e-8
 def test_blocks_match_autograd(spec):
     stack, xbar = spec.build(), random_xbar(spec.d, spec.seed + 1)
     _, S = nf.eigenbasis(stack.frozen_kernel())
-    resolution = 64 * chk.EPS64 * float(torch.linalg.cond(S))
+    resolution = 64 * frozen_kernel.EPS64 * float(torch.linalg.cond(S))
     if resolution <= EIGEN_RESOLUTION:
-        off, blk, tol = chk.factorisation_error(stack, xbar)
-        # tol = 64 eps cond(S) ‖J‖₂: one float64 similarity transform by S (see chk.factorisation_error)
+        off, blk, tol = frozen_kernel.factorisation_error(stack, xbar)
+        # tol = 64 eps cond(S) ‖J‖₂: one float64 similarity transform by S (see frozen_kernel.factorisation_error)
         assert off <= tol and blk <= tol, (off, blk, tol)
         return
     # ill-conditioned eigenbasis: the autograd Jacobian against Σ_m A^m ⊗ K_m from the generated
     # coefficients; each of the L+1 Kronecker terms is a ≤ T d-term float64 sum, so
-    # 64 (L+1) eps Σ_m ‖A‖^m ‖K_m‖ bounds the difference (as chk.polynomial_form_error)
+    # 64 (L+1) eps Σ_m ‖A‖^m ‖K_m‖ bounds the difference (as polynomial_form.polynomial_form_error)
     A, T, d, L = stack.frozen_kernel(), spec.T, spec.d, spec.layers
     K = nf.polynomial_coefficients(stack, xbar).detach()
     J = stack_jacobian(stack, xbar.expand(T, d).clone()).detach()
     err = float(torch.linalg.matrix_norm(J - nf.polynomial_jacobian(A, K), 2))
-    tol = 64 * (L + 1) * chk.EPS64 * sum(float(torch.linalg.matrix_norm(A, 2)) ** m
+    tol = 64 * (L + 1) * frozen_kernel.EPS64 * sum(float(torch.linalg.matrix_norm(A, 2)) ** m
                                          * float(torch.linalg.matrix_norm(K[m], 2)) for m in range(L + 1))
     assert err <= tol, (err, tol, resolution)
 
@@ -53,7 +53,7 @@ def test_hard_causal_cases_take_the_polynomial_route_and_it_sees_an_O_h_mistake(
     for spec in HARD_CASES[:2]:
         stack, xbar = spec.build(), random_xbar(spec.d, spec.seed + 1)
         _, S = nf.eigenbasis(stack.frozen_kernel())
-        assert 64 * chk.EPS64 * float(torch.linalg.cond(S)) > EIGEN_RESOLUTION
+        assert 64 * frozen_kernel.EPS64 * float(torch.linalg.cond(S)) > EIGEN_RESOLUTION
     spec = HARD_CASES[1]
     stack, xbar = spec.build(), random_xbar(spec.d, spec.seed + 1)
     A, K = stack.frozen_kernel(), nf.polynomial_coefficients(stack, xbar).detach()
@@ -68,22 +68,22 @@ def test_hard_causal_cases_take_the_polynomial_route_and_it_sees_an_O_h_mistake(
 def test_inhomogeneous_reference_breaks_blocks():
     """Negative control: off the reference the off-block mass is linear in δ (slope 1)."""
     deltas = np.logspace(-5, -2, 4)
-    masses = chk.control_masses(deltas, "inhomogeneous")
+    masses = conditions.control_masses(deltas, "inhomogeneous")
     assert abs(loglog_fit(deltas, masses).slope - 1) <= 0.1
     assert masses[-1] > 1e-4  # far above the float64 floor ~1e-14 at the reference
 
 
-@pytest.mark.parametrize("kind", chk.CONTROL_KINDS)
+@pytest.mark.parametrize("kind", conditions.CONTROL_KINDS)
 def test_violations_slope_one(kind):
     deltas = np.logspace(-5, -2, 4)
-    masses = chk.control_masses(deltas, kind)
+    masses = conditions.control_masses(deltas, kind)
     slope = loglog_fit(deltas, masses).slope
     assert abs(slope - 1) <= 0.1, slope  # Claim 2.2: residual linear in the violation
-    assert chk.control_masses([0.0], kind)[0] < 1e-12  # unbroken condition: block diagonal
+    assert conditions.control_masses([0.0], kind)[0] < 1e-12  # unbroken condition: block diagonal
 
 
 def test_polynomial_form():
-    err, tol = chk.polynomial_form_error(48, d=8, L=4)
+    err, tol = polynomial_form.polynomial_form_error(48, d=8, L=4)
     assert err <= tol, (err, tol)  # tol = 64 (L+1) eps Σ‖A‖^m‖K_m‖
 
 
@@ -92,24 +92,24 @@ def test_polynomial_form_dense_equals_autograd():
     xbar = random_xbar(4, 1)
     J = stack_jacobian(stack, xbar.expand(5, 4).clone()).detach()
     Jp = nf.polynomial_jacobian(stack.frozen_kernel(), nf.polynomial_coefficients(stack, xbar).detach())
-    assert (J - Jp).abs().max() <= 64 * chk.EPS64 * J.abs().max() * 4
+    assert (J - Jp).abs().max() <= 64 * frozen_kernel.EPS64 * J.abs().max() * 4
 
 
 def test_eigenbasis_fails_float64():
     """Documented counterexample: the float64 eigen-coordinates are exact-ish at T = 4, useless at T = 32."""
-    rows = chk.eigen_coordinate_errors([4, 32])
+    rows = polynomial_form.eigen_coordinate_errors([4, 32])
     assert rows[0]["eigen_error"] < 1e-12
     assert rows[1]["eigen_error"] > 1e-2
     assert rows[1]["cond1_S_exact"] > 1e15  # beyond 1/eps
 
 
 def test_qk_invisible():
-    assert chk.qk_derivative_norm(0.0) <= 1e-13  # rounding of softmax row sums only
+    assert qk_invisibility.qk_derivative_norm(0.0) <= 1e-13  # rounding of softmax row sums only
 
 
 def test_qk_visible_off_reference():
     deltas = np.logspace(-4, -1, 4)
-    vals = [chk.qk_derivative_norm(float(dl)) for dl in deltas]
+    vals = [qk_invisibility.qk_derivative_norm(float(dl)) for dl in deltas]
     assert abs(loglog_fit(deltas, vals).slope - 1) <= 0.1
 
 
@@ -161,7 +161,7 @@ def test_ledger_2_1_catches_perturbed_generated(monkeypatch):
     exec(edited, namespace)
     monkeypatch.setattr(gen_f, "C_layer", namespace["C_layer"])
     ctx = CheckContext()
-    v = evaluate("2.1", chk._factorisation_specs("preln", ctx)[0], ctx)
+    v = evaluate("2.1", frozen_kernel._factorisation_specs("preln", ctx)[0], ctx)
     assert v.status == "fails" and v.measured["block_err_from_B_C"] > v.measured["tol"]
     load_checks()
     assert run_claim("2.1", ctx)["status"] != "verified"
@@ -171,16 +171,16 @@ def test_inhomogeneous_control_predicts_size():
     """2.1's control: off-block mass at 1x̄ᵀ + δZ equals its first-order prediction within 10δ."""
     st = random_stack(6, 8, 4, 2, "causal", seed=0)
     Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
-    mass, predicted = chk.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-2)
+    mass, predicted = frozen_kernel.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-2)
     assert abs(mass / predicted - 1) <= 10 * 1e-2  # O(δ²) remainder, relative O(δ)
-    mass, predicted = chk.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-1)
+    mass, predicted = frozen_kernel.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-1)
     assert abs(mass / predicted - 1) <= 10 * 1e-1
 
 
 def test_eigen_error_predicted_by_inverse_residual():
     """2.3's control: the float64 eigen-coordinate error is (fl(S⁻¹)S − I)·blocks, within a factor 2."""
-    for r in chk.eigen_coordinate_errors([4, 16, 32]):
-        assert chk.EIGEN_BAND[0] <= r["eigen_error"] / r["predicted_error"] <= chk.EIGEN_BAND[1], r
+    for r in polynomial_form.eigen_coordinate_errors([4, 16, 32]):
+        assert polynomial_form.EIGEN_BAND[0] <= r["eigen_error"] / r["predicted_error"] <= polynomial_form.EIGEN_BAND[1], r
 
 
 def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
@@ -191,7 +191,7 @@ def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
     from numerics import kernels as K
     from proofs_check.claims.evidence import CheckContext
 
-    assert max(chk.paper_layer_errors().values()) <= 1e-12
+    assert max(frozen_kernel.paper_layer_errors().values()) <= 1e-12
     real_mask = K.allowed_mask
 
     def block_diagonal(T, kernel, block_size=None, device=None):
@@ -201,8 +201,8 @@ def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
         return b[None, :] == b[:, None]
 
     monkeypatch.setattr(K, "allowed_mask", block_diagonal)
-    errs = chk.paper_layer_errors()
+    errs = frozen_kernel.paper_layer_errors()
     assert errs["block"] > 1e-3 and max(errs[k] for k in ("causal", "full", "alibi")) <= 1e-12
-    result = chk.check_2_1(CheckContext())
+    result = frozen_kernel.check_2_1(CheckContext())
     assert result.numeric.max_error > result.numeric.tolerance
     assert not math.isnan(result.numeric.max_error)

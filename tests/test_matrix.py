@@ -10,7 +10,7 @@ import pytest
 
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.on_stack import matrix_spec
-from proofs_check.claims.factorisation import _factorisation_error, evaluate_2_1
+from proofs_check.claims.factorisation.frozen_kernel import _factorisation_error, evaluate_2_1
 from proofs_check.runners.grid import STATUSES, matrix_section, preln_cell, run_matrix
 from proofs_check.claims.on_stack import EXACT
 

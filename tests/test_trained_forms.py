@@ -9,11 +9,13 @@ import pytest
 import torch
 
 from numerics import checkpoint as ck
+from numerics import factorisation as nf
 from numerics.spec import StackSpec
-from proofs_check.runners import check as C
+from proofs_check.claims import on_stack
+from proofs_check.claims.registry import DENSE_FEATURES
 from proofs_check.experiments import train as T
 from proofs_check.runners.check import CheckContext, run_stack_checks
-from proofs_check.claims import factorisation as chk
+from proofs_check.claims.factorisation import conditions, frozen_kernel, qk_invisibility
 
 CTX = CheckContext(quick=True)
 
@@ -36,12 +38,12 @@ def test_dense_2_2_and_2_4_read_the_checkpoint_weights(small):
     would agree to rounding (~1e-13 relative); 16 steps of training move them by ~1e-3.  At the
     reference 2.4 holds on both (rounding, ≤ 1e-13)."""
     drawn = small.with_(checkpoint=None)
-    for kind in chk.CONTROL_KINDS:
-        m_trained, m_drawn = (chk.control_masses([1e-3], kind, s)[0] for s in (small, drawn))
+    for kind in conditions.CONTROL_KINDS:
+        m_trained, m_drawn = (conditions.control_masses([1e-3], kind, s)[0] for s in (small, drawn))
         assert abs(m_trained / m_drawn - 1) > 1e-8, kind
-    q_trained, q_drawn = (chk.qk_derivative_norm(1e-2, s) for s in (small, drawn))
+    q_trained, q_drawn = (qk_invisibility.qk_derivative_norm(1e-2, s) for s in (small, drawn))
     assert abs(q_trained / q_drawn - 1) > 1e-8
-    assert chk.qk_derivative_norm(0.0, small) <= 1e-13
+    assert qk_invisibility.qk_derivative_norm(0.0, small) <= 1e-13
     assert torch.equal(small.build().layers[0].attn.W_Q.detach(),
                        ck.load(small.checkpoint)[0]["model"]["stack.layers.0.attn.W_Q"].to(torch.float64))
 
@@ -53,43 +55,43 @@ def test_2_2_grid_is_first_order_at_T16_and_the_commutator_takes_what_rounding_h
     its rounding floor, so (c) is measured by the commutator ‖[J, A⊗I]‖/‖J‖: ≤ 1e-12 at δ = 0 (a T·d-term
     rounding), slope 1 ± 0.1 over δ ∈ [1e-5, 1e-2]."""
     spec = StackSpec(T=16, d=8, layers=2, heads=2, kernel="causal", seed=0)
-    fixed = chk.control_masses([1e-3, 1e-2], "inhomogeneous", spec)
+    fixed = conditions.control_masses([1e-3, 1e-2], "inhomogeneous", spec)
     assert fixed[1] / fixed[0] < 2  # saturated: a tenfold δ does not double the mass
-    v = chk.evaluate_2_2(spec, CTX)
-    assert v.status == "holds" and v.error <= chk.SLOPE_TOL and v.measured["untested"] == []
+    v = conditions.evaluate_2_2(spec, CTX)
+    assert v.status == "holds" and v.error <= frozen_kernel.SLOPE_TOL and v.measured["untested"] == []
     rows = {r["violation"]: r for r in v.measured["rows"]}
     assert rows["inhomogeneous"]["measure"] == "off-block mass"
     assert abs(rows["inhomogeneous"]["slope"] - 1) <= 0.02 and rows["inhomogeneous"]["to"] <= 1.1e-2
     alibi = rows["alibi-slopes"]
     assert alibi["measure"].startswith("commutator") and "rounding floor" in alibi["eigenbasis"]
-    assert alibi["at δ=0"] <= 1e-12 and abs(alibi["slope"] - 1) <= chk.SLOPE_TOL
+    assert alibi["at δ=0"] <= 1e-12 and abs(alibi["slope"] - 1) <= frozen_kernel.SLOPE_TOL
 
 
 def test_2_2_commutator_route_fails_when_the_heads_differ_at_delta_zero(monkeypatch):
     """Control of the commutator route: ALiBi slopes that differ by 1e-3 already at δ = 0 leave the
     eigenbasis unresolvable (T = 16) and the commutator at ≈ 1e-6 ≫ 1e-12 at δ = 0: a failure."""
     def offset(kind, spec, delta):
-        return chk.nf.set_alibi_slopes(spec.with_(kernel="alibi").build(), [0.5, 0.501 + delta]), \
+        return nf.set_alibi_slopes(spec.with_(kernel="alibi").build(), [0.5, 0.501 + delta]), \
             *real(kind, spec, delta)[1:]
 
-    real = chk.violated
-    monkeypatch.setattr(chk, "violated", lambda kind, spec, delta: offset(kind, spec, delta)
+    real = conditions.violated
+    monkeypatch.setattr(conditions, "violated", lambda kind, spec, delta: offset(kind, spec, delta)
                         if kind == "alibi-slopes" else real(kind, spec, delta))
-    v = chk.evaluate_2_2(StackSpec(T=16, d=8, layers=2, heads=2, kernel="causal", seed=0), CTX)
+    v = conditions.evaluate_2_2(StackSpec(T=16, d=8, layers=2, heads=2, kernel="causal", seed=0), CTX)
     assert v.status == "fails" and "does not commute" in v.reason
 
 
 def test_2_2_fails_when_the_unbroken_stack_is_not_block_diagonal(monkeypatch):
     """Control: a token-mixing sublayer of fixed strength 1e-3 left in at δ = 0 puts the floor far above
     float64 rounding (64 eps cond(S) ≈ 2e-12 at T = 6); the verdict is a failure, not an untested row."""
-    real = chk.violated
+    real = conditions.violated
 
     def leaky(kind, spec, delta):
         model, X, A = real(kind, spec, delta)
-        return chk.nf.TokenMixedStack(model, 1e-3) if kind == "inhomogeneous" else model, X, A
+        return nf.TokenMixedStack(model, 1e-3) if kind == "inhomogeneous" else model, X, A
 
-    monkeypatch.setattr(chk, "violated", leaky)
-    v = chk.evaluate_2_2(chk.VIOLATION_SPEC, CTX)
+    monkeypatch.setattr(conditions, "violated", leaky)
+    v = conditions.evaluate_2_2(conditions.VIOLATION_SPEC, CTX)
     assert v.status == "fails" and "not block diagonal" in v.reason
 
 
@@ -99,7 +101,7 @@ def test_a_large_checkpoint_runs_the_matrix_free_forms_on_its_weights(tmp_path):
     saturating variant the checkpoint does not hold (n/a, with that reason); 6.3 has no scale form and
     keeps its on-stack verdict (no slow path)."""
     spec = _train(tmp_path / "large", d=16, layers=2, heads=2, T=32)
-    assert spec.T * spec.d > C.DENSE_FEATURES
+    assert spec.T * spec.d > DENSE_FEATURES
     ids = ["1.2", "2.1", "2.2", "2.3", "2.4", "3.1", "6.3"]
     ledger = run_stack_checks(spec.checkpoint, ids, progress=False)
     by = {c["id"]: c for c in ledger["claims"]}
@@ -110,7 +112,7 @@ def test_a_large_checkpoint_runs_the_matrix_free_forms_on_its_weights(tmp_path):
         assert v["error"] <= v["tolerance"]
     assert by["3.1"]["status"] == "n/a" and "'saturating'" in by["3.1"]["reason"]
     assert by["6.3"]["status"] == "n/a" and "P unset" in by["6.3"]["reason"]
-    stack = C._scale_run(StackSpec.from_dict(by["2.1"]["verdict"]["spec"])).stack()
+    stack = on_stack._scale_run(StackSpec.from_dict(by["2.1"]["verdict"]["spec"])).stack()
     tensors = ck.load(spec.checkpoint)[0]["model"]
     for name, value in stack.state_dict().items():
         assert torch.equal(value, tensors["stack." + name].to(value.dtype)), name

@@ -162,7 +162,7 @@ CATALOGUE: tuple[SourceMutant, ...] = (
     _mutant("scale-tolerance-sqrt", "    tol = run.gamma\n    # at 1x̄ᵀ + δN",
                "    tol = math.sqrt(run.gamma)\n    # at 1x̄ᵀ + δN", ["2.4"],
                "a scale tolerance derived at the wrong order: √γ instead of the rounding bound γ = n·u",
-               "claim numerics", path="proofs_check/claims/scale_run.py", scale="toy"),
+               "claim numerics", path="proofs_check/claims/factorisation/matrix_free.py", scale="toy"),
 )
 
 
