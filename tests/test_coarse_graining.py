@@ -244,7 +244,7 @@ def test_generated_functions_move_the_numbers(monkeypatch, unperturbed, claim_id
 
 def test_3_1_bound_non_vacuous_on_five_stacks():
     """The ledger's stacks exercise the bound where it says something: ρ̃ < 1 and bound < L on ≥ 5."""
-    from proofs_check.claims.coarse_graining import specs_3_1
+    from proofs_check.claims.coarse_graining.saturation_depth import specs_3_1
     from proofs_check.claims.on_stack import evaluate
 
     ctx = CheckContext()
@@ -281,7 +281,7 @@ def test_ledger_3_2_catches_pooling_by_block_sums(monkeypatch):
     import torch
 
     from numerics import kernels as K
-    from proofs_check.claims import coarse_graining as chk
+    from proofs_check.claims.coarse_graining import block_pooling
     from proofs_check.claims.evidence import CheckContext
     from proofs_check.claims.registry import load_checks
     from proofs_check.runners.ledger import run_claim
@@ -289,6 +289,6 @@ def test_ledger_3_2_catches_pooling_by_block_sums(monkeypatch):
     load_checks()
     original = K.pool_matrix
     monkeypatch.setattr(K, "pool_matrix", lambda T, P, dtype=torch.float64, device=None: original(T, P, dtype, device) * P)
-    errs = chk.pooling_errors([])
+    errs = block_pooling.pooling_errors([])
     assert min(errs[0::2]) > 1e12  # each pooled value off by (P − 1)·mean, against a tolerance of 4·P·ε·max|X|
     assert run_claim("3.2", CheckContext())["status"] == "failed"

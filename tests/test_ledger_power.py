@@ -33,7 +33,7 @@ U = 2.0**-53
 
 # ---- 1. the saturation depth ----------------------------------------------------------------
 def test_depth_by_definition_on_hand_made_ratios():
-    from proofs_check.claims.coarse_graining import depth_by_definition
+    from proofs_check.claims.coarse_graining.saturation_depth import depth_by_definition
 
     # r dips below τ = 0.5 at layer 1 but rises above it at layer 2: ℓ* is the last crossing, 3
     assert depth_by_definition(torch.tensor([0.9, 0.4, 0.6, 0.3, 0.2]), 0.5) == 3

@@ -199,7 +199,7 @@ def a_priori_saturation(ctx) -> tuple[list[dict], dict]:
     ℓ* of the mode products, on Claim 3.1's own preln stacks; and ℓ*/L, ℓ̂*/L along a smooth weight path as
     L doubles.  Returns table rows and the smooth-path series (``depths``, ``measured``, ``clock``: ℓ*/L with
     ℓ* counted as a number of layers, ℓ + 1; ``richardson``: 2a_{2L} − a_L from the two deepest)."""
-    from proofs_check.claims.coarse_graining import specs_3_1
+    from proofs_check.claims.coarse_graining.saturation_depth import specs_3_1
 
     rows = []
     for spec in specs_3_1("preln", ctx):

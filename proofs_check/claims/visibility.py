@@ -17,7 +17,7 @@ from numerics import visibility as nv
 from numerics.jacobians import loglog_slope, reference_input
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.coarse_graining import FLOAT64_ONLY, matrix_spec
+from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
 from proofs_check.claims.standing import CONDITIONAL, FAILS
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.claims.registry import claim, ledger_cases, on_stack
