@@ -307,7 +307,7 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
     """K_ℓ equals (1/h)∂_g ΠJ_ℓ(g)Π⁺ of the real gated layer (central difference, ε = 1e-4:
     truncation ~ε² and rounding eps/(εh) give ≲ 1e-10; 1e-7 as in the ledger).  Control: without
     the MLP operating-point term the map is off by exactly that term's size, O(h) ≈ 1e-2."""
-    from proofs_check.claims.stability import FD_STEP, K_TOL
+    from proofs_check.claims.stability.gate_bound import FD_STEP, K_TOL
 
     stack = _contractive_spec(kernel).build()
     G, K = ns.slow_mode_maps(stack)
@@ -326,7 +326,7 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
 
 
 def test_evaluate_5_1_reports_the_documented_keys():
-    from proofs_check.claims.stability import evaluate_5_1
+    from proofs_check.claims.stability.gate_bound import evaluate_5_1
     from proofs_check.claims.evidence import CheckContext
 
     v = evaluate_5_1(_contractive_spec(), CheckContext())
@@ -358,8 +358,8 @@ def test_expansion_onset_brackets_the_real_crossing():
 def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
     """The first-order model without the MLP's operating-point shift (the old K_ℓ) is caught by the
     ledger itself: K_route_error ≈ that term's size (≥ 1e-3 ≫ K_TOL)."""
-    import proofs_check.claims.stability  # noqa: F401  (registers 5.1)
-    from proofs_check.claims.stability import K_TOL, evaluate_5_1
+    import proofs_check.claims.stability.gate_bound  # noqa: F401  (registers 5.1)
+    from proofs_check.claims.stability.gate_bound import K_TOL, evaluate_5_1
     from proofs_check.claims.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
@@ -374,7 +374,7 @@ def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
 def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
     """A certificate 20× too optimistic (past the measured onset, ≈ 8 g*) is caught by the direct
     measurement on the real gated stack at ±0.99 g_lo."""
-    from proofs_check.claims.stability import evaluate_5_1
+    from proofs_check.claims.stability.gate_bound import evaluate_5_1
     from proofs_check.claims.evidence import CheckContext
 
     real = ns.certify_gate_bound
@@ -399,8 +399,9 @@ def _ledger_numbers(claim_id: str):
 
 
 def _declared(claim_id: str) -> list[str]:
-    import proofs_check.claims.stability  # noqa: F401
-    from proofs_check.claims.registry import CLAIMS
+    from proofs_check.claims.registry import CLAIMS, load_checks
+
+    load_checks()
 
     return list(CLAIMS[claim_id].generated)
 

@@ -1,4 +1,8 @@
-"""Claims 5.1 and 5.2: the stability margin μ and the gate bound g* (docs/theory.md §5, reconstruction)."""
+"""Claim 5.1: below the gate bound g* the gated linearised product never expands (docs/theory.md §5,
+reconstruction).
+
+The on-stack evaluation and the ledger's check; the matrix-free form is in ``matrix_free``.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from numerics.jacobians import reference_input, step_jacobians
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import RECONSTRUCTION
 from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
-from proofs_check.claims.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
+from proofs_check.claims.registry import claim, evaluate, on_stack
 from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec
 from theory import stability as th
 
@@ -34,13 +38,13 @@ G_TOL = EXACT
 BELOW = 0.99
 
 
-def _rounding_tol(layers: int, dim: int) -> float:
+def rounding_tol(layers: int, dim: int) -> float:
     """A product of L maps of size n in float64: relative error ≤ L·n·eps per norm, times a
     safety factor 10 for the SVD — the tolerance on log-norms."""
     return 10.0 * layers * dim * EPS
 
 
-def _step(name: str, proved: bool, method: str = "simplify", detail: str = "") -> SymbolicStep:
+def symbolic_step(name: str, proved: bool, method: str = "simplify", detail: str = "") -> SymbolicStep:
     return SymbolicStep(name=name, proved=bool(proved), method=method, detail=detail)
 
 
@@ -102,7 +106,7 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
                     onset_cap=onset.cap, onset_resolution=onset.resolution,
                     expands_at_zero=onset.expands_at_zero)
     L, N = G.shape[0], G.shape[-1]
-    log_tol = _rounding_tol(L, N)
+    log_tol = rounding_tol(L, N)
     ratios = [G_err / G_TOL, K_err / K_TOL]
     problems = [f"{name} differs from the real layer's by {err:.2e} > {tol:.0e}"
                 for name, err, tol in (("G_ℓ", G_err, G_TOL), ("K_ℓ", K_err, K_TOL)) if err > tol]
@@ -267,11 +271,11 @@ FORMULA_TOL = 1e-12
        kind='prediction', setting='stacks damped by residual decay α = 2 and LN gain 0.2 (μ > 0); undamped pre-LN stacks have μ ≤ 0', standing=RECONSTRUCTION,
        headline='g* certified by interval arithmetic on damped stacks; an undamped pre-LN stack has margin μ ≤ 0, so no gate is certified there; the gated map G_ℓ + h g K_ℓ is rebuilt')
 def check_5_1(ctx) -> ClaimResult:
-    steps = [_step(f"S per-layer term: {name}", ok) for name, ok in th.monotonicity_steps().items()]
-    steps.append(_step("small-h form = Newton step from 0 = μ/mean(k/a) (every L)", th.closed_form_identity()))
-    steps.append(_step("tangent at g₁ vanishes (⇒ g₁ ≤ g* by concavity)", th.closed_form_is_lower_bound()))
-    steps += [_step(f"continuous depth: {n}", ok, "series/limit") for n, ok in th.continuous_limit().items()]
-    steps.append(_step("slow-mode compression (Π⊗I)(A⊗B)(Π⁺⊗I) = ΠAΠ⁺ ⊗ B", th.compression_identity(),
+    steps = [symbolic_step(f"S per-layer term: {name}", ok) for name, ok in th.monotonicity_steps().items()]
+    steps.append(symbolic_step("small-h form = Newton step from 0 = μ/mean(k/a) (every L)", th.closed_form_identity()))
+    steps.append(symbolic_step("tangent at g₁ vanishes (⇒ g₁ ≤ g* by concavity)", th.closed_form_is_lower_bound()))
+    steps += [symbolic_step(f"continuous depth: {n}", ok, "series/limit") for n, ok in th.continuous_limit().items()]
+    steps.append(symbolic_step("slow-mode compression (Π⊗I)(A⊗B)(Π⁺⊗I) = ΠAΠ⁺ ⊗ B", th.compression_identity(),
                        "exact-rational"))
 
     # abstract systems: μ, g* and g₁ against routes that share no code with the generated ones
@@ -284,7 +288,7 @@ def check_5_1(ctx) -> ClaimResult:
     an, kn = a.numpy(), k.numpy()
     mu_direct = -np.log(an).sum(-1) / (layers * h)
     existence_ok = bool(np.array_equal(ok.numpy(), mu_direct > 0))
-    steps.append(_step("g* exists exactly where μ = −(1/(Lh))Σ log a_ℓ > 0 (μ recomputed from the norms)",
+    steps.append(symbolic_step("g* exists exactly where μ = −(1/(Lh))Σ log a_ℓ > 0 (μ recomputed from the norms)",
                        existence_ok, "float64", f"{int(ok.sum())} roots, {int((mu_direct > 0).sum())} draws with μ > 0"))
     sel = ok.numpy()
     root_err = float(np.max(np.abs(g_star.numpy()[sel] - _bisection_root(an, kn, h)[sel]) / g_star.numpy()[sel]))
@@ -303,7 +307,7 @@ def check_5_1(ctx) -> ClaimResult:
     log_norm = torch.log(ns.spectral_norm(ns.gated_product(G[ok], K[ok], h, g)))
     worst_abstract = float(log_norm.max()) if log_norm.numel() else -math.inf
     abstract_ratio = max(root_err / ROOT_TOL, mu_err / FORMULA_TOL, g1_err / FORMULA_TOL, S_err / FORMULA_TOL,
-                         max(worst_abstract, 0.0) / _rounding_tol(layers, dim))
+                         max(worst_abstract, 0.0) / rounding_tol(layers, dim))
     cont = continuous_depth_errors(batch, ctx.seed + 54)
     cont_ratio = max(cont["log_norm"], cont["bound"], cont["growth"])
     abstract_ratio = max(abstract_ratio, cont_ratio)
@@ -312,7 +316,7 @@ def check_5_1(ctx) -> ClaimResult:
     if ok.any():
         idx = int(torch.nonzero(ok)[0])
         enc = ns.certify_gate_bound(a[idx], k[idx], h)
-        steps.append(_step("mpmath.iv: S(g_lo) < 0 < S(g_hi) for one random system", enc.certified, "interval",
+        steps.append(symbolic_step("mpmath.iv: S(g_lo) < 0 < S(g_hi) for one random system", enc.certified, "interval",
                            str(enc)))
 
     # real contractive stacks: the certificate against the real gated stack
@@ -357,7 +361,7 @@ def check_5_1(ctx) -> ClaimResult:
     mismatch = float((measured - predicted).abs().max())
     expands = bool((measured > 0).all())
     control = ControlResult(
-        "fails-as-predicted" if expands and mismatch <= _rounding_tol(layers, dim) else "did-not-fail",
+        "fails-as-predicted" if expands and mismatch <= rounding_tol(layers, dim) else "did-not-fail",
         f"{int(sel.sum())} aligned systems at g = 1.1 g*: all expand (min log-norm {float(measured.min()):.4f} > 0), "
         f"|log‖Π‖ − S(g)| ≤ {mismatch:.2e} (predicted expansion exp S(g), median {float(predicted.median().exp()):.4f})")
     onsets = [r["onset"] / r["g_lo"] for r in rows[1:] if r.get("onset") and r.get("g_lo")]
@@ -366,131 +370,3 @@ def check_5_1(ctx) -> ClaimResult:
                              "alone shrinks x̄_ℓ and pre-LN's 1/σ(x̄_ℓ) then makes the slow-mode maps expand. "
                              "Measured onset of expansion of the real gated stacks / certified g_lo: "
                              + (", ".join(f"{r:.2f}" for r in onsets) or "no expansion up to 64 g*") + ".")
-
-
-def _condition_error(A: torch.Tensor, K: torch.Tensor, h: float, kind: str) -> float:
-    """max |Σ_j c_j g^j − condition(A + hgK)| / max(1, |condition|) over g ∈ {−2, −0.5, 0.7, 3}: the
-    generated coefficient rows (c₀, c₁, c₂) against the conditions computed from tr and det of the
-    2×2 matrix itself (Jury: p(1), p(−1), 1 − det; Routh–Hurwitz: −tr, det).  Entries O(1), g ≤ 3:
-    rounding ≲ 1e-14."""
-    coeffs = (ns.gen.jury_coefficients(A, K, torch.tensor(h, dtype=A.dtype)) if kind == "jury"
-              else ns.gen.routh_hurwitz_coefficients(A, K))
-    worst = 0.0
-    for g in (-2.0, -0.5, 0.7, 3.0):
-        M = A + h * g * K
-        tr, det = M.diagonal(dim1=-2, dim2=-1).sum(-1), torch.linalg.det(M)
-        direct = (torch.stack([1 - tr + det, 1 + tr + det, 1 - det], -1) if kind == "jury"
-                  else torch.stack([-tr, det], -1))
-        poly = coeffs[..., 0] + coeffs[..., 1] * g + coeffs[..., 2] * g * g
-        worst = max(worst, float(((poly - direct).abs() / direct.abs().clamp_min(1.0)).max()))
-    return worst
-
-
-@claim("5.2", title="Tightness of the gate bound; exact 2×2 boundaries", family="stability",
-       statement="For aligned (commuting, positive, co-diagonal with a common top direction) G_ℓ, K_ℓ the bound "
-                 "is exact: the product is non-expanding at g*(1−δ) and expanding at g*(1+δ). For 2×2 systems the "
-                 "exact boundary is Jury's (discrete G + hgK) or Routh–Hurwitz's (continuous F + gK); elsewhere "
-                 "the norm bound is conservative (g*_norm ≤ g*_exact).",
-       assumptions=["aligned systems: one orthonormal eigenbasis, positive eigenvalues, the top eigenvector of "
-                    "G_ℓ and K_ℓ shared in every layer",
-                    "2×2 comparison: depth-autonomous systems (equal layers), stability radius in |g|"],
-       reconstruction=True,
-       generated=["numerics.generated.stability.jury_coefficients",
-                  "numerics.generated.stability.routh_hurwitz_coefficients",
-                  "numerics.generated.stability.symmetric_part",
-                  "numerics.generated.stability.continuous_gate_bound"],
-       tests=["tests/test_stability.py::test_aligned_bound_is_exact",
-              "tests/test_stability.py::test_jury_radius_matches_spectral_radius",
-              "tests/test_stability.py::test_misaligned_bound_is_conservative"],
-       control="misaligned 2×2 systems: the norm bound is strictly conservative by the Jury-predicted ratio",
-       figure="bound_conservativeness",
-       kind='lemma', setting='aligned G_ℓ, K_ℓ systems; 2×2 depth-autonomous systems', standing=RECONSTRUCTION,
-       headline='the bound is exact for aligned systems and conservative elsewhere (Jury / Routh–Hurwitz boundaries for 2×2); no stack enters')
-def check_5_2(ctx) -> ClaimResult:
-    steps = [_step("aligned product: diagonal, top entry = exp S(g), dominates", th.aligned_product_norm_identity())]
-    steps += [_step(f"2×2 boundary: {n}", ok) for n, ok in th.boundary_checks().items()]
-    a, k, h = th.a, th.k, th.h
-    steps.append(_step("equal layers: g* = (1 − a)/(hk)",
-                       th.sp.simplify(th.equal_layers_root() - (1 - a) / (h * k)) == 0))
-
-    # numeric: aligned multi-layer systems at g*(1 ± δ), and log‖Π‖ = S(g)
-    batch, layers, dim = (100, 8, 4) if ctx.quick else (1000, 16, 6)
-    hh = 1.0 / layers
-    G, K = ns.aligned_systems(batch, layers, dim, seed=ctx.seed + 61)
-    aa, kk = ns.spectral_norm(G), ns.spectral_norm(K)
-    gs = ns.solve_gate_bound(aa, kk, hh)
-    sel = torch.isfinite(gs)
-    delta = 1e-3
-    errors, signs_ok = [], True
-    for f in (1 - delta, 1 + delta):
-        g = gs[sel] * f
-        measured = torch.log(ns.spectral_norm(ns.gated_product(G[sel], K[sel], hh, g)))
-        errors.append(float((measured - ns.log_growth(aa[sel], kk[sel], hh, g)).abs().max()))
-        signs_ok &= bool((measured < 0).all()) if f < 1 else bool((measured > 0).all())
-    # 2×2 aligned, depth-autonomous: norm bound = Jury radius
-    G2, K2 = ns.aligned_systems(batch, 1, 2, seed=ctx.seed + 62, norm_range=(0.3, 0.95))
-    h2 = 1.0 / 12
-    ratio_aligned = ns.discrete_norm_gate_bound(G2[:, 0], K2[:, 0], h2) / ns.jury_gate_radius(G2[:, 0], K2[:, 0], h2)
-    ratio_err = float((ratio_aligned - 1).abs().max())
-    # 2×2 aligned, continuous: F = G − I (top eigenvalue closest to 0) with K: μ/κ = the Routh–Hurwitz radius
-    F2 = G2[:, 0] - torch.eye(2, dtype=torch.float64)
-    ratio_cont = ns.continuous_norm_gate_bound(F2, K2[:, 0]) / ns.routh_hurwitz_gate_radius(F2, K2[:, 0])
-    ratio_cont_err = float((ratio_cont - 1).abs().max())
-    # the generated condition polynomials against trace and determinant of the matrices themselves
-    Gd, Kd = ns.random_discrete_2x2(batch, ctx.seed + 65, h2)
-    Fc, Kc = ns.random_continuous_2x2(batch, ctx.seed + 66)
-    cond_err = max(_condition_error(Gd, Kd, h2, "jury"), _condition_error(Fc, Kc, 1.0, "routh_hurwitz"))
-    # the log-norm behind μ/κ (generated symmetric part) against numpy's eigensolver, relative to ‖F‖:
-    # ≤ 10·n·u (a backward-stable symmetric eigenproblem), far below tol
-    Fall = torch.cat([F2, Fc])
-    ln_err = float(np.max(np.abs(ns.log_norm(Fall).numpy() - log_norm_direct(Fall))
-                          / np.linalg.norm(Fall.numpy(), 2, axis=(-2, -1))))
-    tol = max(_rounding_tol(layers, dim), 1e-9)  # the 2×2 ratio goes through polynomial roots: cond ~ 1e3 · eps
-    error = max(errors + [ratio_err, ratio_cont_err, cond_err, ln_err]) if signs_ok else math.inf
-    numeric = NumericResult(
-        cases=2 * int(sel.sum()) + 2 * batch, max_error=error, tolerance=tol,
-        detail=f"{int(sel.sum())} aligned systems: log‖Π‖ − S(g) at g*(1∓{delta}) within {max(errors):.2e}, "
-               f"non-expanding below and expanding above: {signs_ok}; 2×2 aligned: |g*_norm/g*_Jury − 1| ≤ "
-               f"{ratio_err:.2e}, continuous |(μ/κ)/g*_RH − 1| ≤ {ratio_cont_err:.2e}; generated Jury and "
-               f"Routh–Hurwitz polynomials vs tr/det of G + hgK, F + gK at random g: {cond_err:.2e}; log-norm m(F) "
-               f"(generated symmetric part) vs numpy, relative to ‖F‖: {ln_err:.1e}",
-        table=[{"part": f"aligned, {layers} layers, g*(1 − δ)", "max |log‖Π‖ − S(g)|": errors[0]},
-               {"part": f"aligned, {layers} layers, g*(1 + δ)", "max |log‖Π‖ − S(g)|": errors[1]},
-               {"part": "2×2 aligned discrete", "max |g*_norm/g*_Jury − 1|": ratio_err},
-               {"part": "2×2 aligned continuous", "max |(μ/κ)/g*_RH − 1|": ratio_cont_err},
-               {"part": "Jury / Routh–Hurwitz polynomials vs tr, det", "max relative error": cond_err}])
-
-    # control: misaligned random 2×2 draws — the bound is conservative, as Jury / Routh–Hurwitz predict
-    n2 = 300 if ctx.quick else 3000
-    Gd, Kd = ns.random_discrete_2x2(n2, ctx.seed + 63, h2)
-    rd = ns.discrete_norm_gate_bound(Gd, Kd, h2) / ns.jury_gate_radius(Gd, Kd, h2)
-    Fc, Kc = ns.random_continuous_2x2(n2, ctx.seed + 64)
-    # the draws are Hurwitz by construction (m(F) = −u < 0), read off tr and det directly: a wrong log-norm
-    # that draws non-Hurwitz F leaves no Routh–Hurwitz radius, and the control says so instead of raising
-    tr, det = Fc.diagonal(dim1=-2, dim2=-1).sum(-1), torch.linalg.det(Fc)
-    hurwitz = bool(((tr < 0) & (det > 0)).all())
-    rc = (ns.continuous_norm_gate_bound(Fc, Kc) / ns.routh_hurwitz_gate_radius(Fc, Kc) if hurwitz
-          else torch.full((n2,), math.nan, dtype=torch.float64))
-    # at g*_norm(1+δ) a misaligned system whose Jury radius exceeds it by > 2δ is still stable
-    g_test = ns.discrete_norm_gate_bound(Gd, Kd, h2) * (1 + delta)
-    stable_past = torch.linalg.eigvals(Gd + h2 * g_test[:, None, None] * Kd).abs().max(-1).values < 1
-    predicted_stable = rd < 1 / (1 + delta)
-    agree = bool((stable_past == predicted_stable).all())
-    never_optimistic = bool((rd <= 1 + 1e-9).all() and (rc <= 1 + 1e-9).all())
-    conservative = float((rd < 0.99).double().mean())
-    status = ("fails-as-predicted" if hurwitz and agree and never_optimistic and conservative > 0.5
-              else "did-not-fail")
-    control = ControlResult(status,
-                            f"{n2} misaligned 2×2 draws: g*_norm/g*_Jury median {float(rd.median()):.3f} "
-                            f"(min {float(rd.min()):.3f}), < 0.99 for {100 * conservative:.0f}%; past the norm bound "
-                            f"the spectral radius stays < 1 exactly where Jury predicts ({agree}); continuous "
-                            f"g*/g*_RH median {float(rc.median()):.3f}; bound never optimistic: {never_optimistic}"
-                            + ("" if hurwitz else "; the continuous draws F − (m(F) + u)I are not Hurwitz: "
-                               "their log-norm shift is wrong"))
-    return ClaimResult(steps, numeric, control,
-                       notes=f"Conservativeness on random draws: discrete median ratio {float(rd.median()):.3f}, "
-                             f"continuous median ratio {float(rc.median()):.3f} (1 = exact).")
-
-
-arch_free("5.2", "a statement about aligned (commuting, co-diagonal, positive) matrices G_ℓ, K_ℓ; no architecture enters (the preln ledger entry is its verdict)")
-no_matrix_free("5.2", "a statement about aligned 2×2 / abstract systems (Jury, Routh–Hurwitz); no stack size enters")
