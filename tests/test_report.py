@@ -121,9 +121,14 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),
     ("h * k", "h · k"),
     ("Pi_plus and decay 2, ln_gain 0.2", "Π⁺ and decay 2, `ln_gain` 0.2"),  # a parameter name is code
-    ("x̄_{b−1}", "x̄<sub>b−1</sub>")])
+    ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>")])
 def test_prose(text, expected):
     assert prose(text) == expected
+
+
+def test_escaped_ledger_text_of_other_sections_reads_as_prose():
+    md = R._scripts("the null direction 1\\_d and x̄\\_ℓ, knob value\\_scale\n```\nraw a_b\n```\n")
+    assert md == "the null direction 1<sub>d</sub> and x̄<sub>ℓ</sub>, knob `value_scale`\n```\nraw a_b\n```\n"
 
 
 # ----------------------------------------------------------------------------- a canned report
@@ -244,11 +249,11 @@ def test_mixed_rows_become_one_table_each(tmp_path):
     rows = [{"L": 8, "error": 0.72}, {"L": 16, "error": 0.36},
             {"scalar C (derived)": 1.0304, "Richardson estimate": 1.0304, "rel. error": 6e-7},
             {"P": None, "dist_to_p_st": None, "generated_vs_mpmath": 2.2e-16}]
-    md = "\n".join(R.numeric_tables_md(rows))
+    md = R._scripts("\n".join(R.numeric_tables_md(rows)))  # as render_markdown sets the page
     page = _html(md, tmp_path)
     assert page.count("<table>") == 3
     assert "None" not in md and "None" not in page
-    assert "<th>generated_vs_mpmath</th>" in page and "<th>P</th>" not in page  # empty columns dropped
+    assert "<th><code>generated_vs_mpmath</code></th>" in page and "<th>P</th>" not in page  # empty columns dropped
 
 
 def test_missing_quantity_is_a_dash_with_a_legend(tmp_path):

@@ -264,7 +264,18 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
     lines += extra
     lines += ["", "## Appendix: the ledger", ""] + ledger_table_md(ledger)
     lines += ["", "## Appendix: timings", ""] + timings_md(timings)
-    return _number_figures("\n".join(lines) + "\n")
+    return _number_figures(_scripts("\n".join(lines) + "\n"))
+
+
+_ESCAPED_SCRIPT = re.compile(r"(?<![\w\\])[\w\u0300-\u036f′]+(?:\\_[\w{}−]+)+")
+
+
+def _scripts(text: str) -> str:
+    """Ledger text that other sections escaped literally (``θ\\_ℓ``, ``value\\_scale``) set as prose:
+    a symbol's subscript as a subscript, a parameter name as code; fenced blocks untouched."""
+    parts = re.split(r"(^```.*?^```$)", text, flags=re.S | re.M)
+    return "".join(part if part.startswith("```") else
+                   _ESCAPED_SCRIPT.sub(lambda m: prose(m.group(0).replace("\\_", "_")), part) for part in parts)
 
 
 # ----------------------------------------------------------------------------- HTML
