@@ -13,8 +13,8 @@ whose top keeps κ̄ t ≤ 0.01: |fitted slope − 1| and |measured/predicted c�
 tolerances.  Then e(s) is swept up to the spread text reaches.  A recorded run, not a ledger verdict.
 
 Run: ``python -m proofs_check.runners.reach_scale --scale gpt2-small --json docs/reach/gpt2-small.json
---figure docs/reach/gpt2-small.png`` (float64 on the CPU: ≈ 75 s per jvp at GPT-2 small on 2 cores,
-≈ 5 min for the prediction, ≈ 15 min in all).
+--figure docs/reach/gpt2-small.png`` (float64 on the CPU, one thread, measured on a 2-core machine at
+load 8–15: ≈ 70 s wall per jvp of GPT-2 small, 16 min for the triple-nested prediction, 21.5 min in all).
 """
 
 from __future__ import annotations
