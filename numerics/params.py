@@ -147,6 +147,16 @@ def check_representable(name: str, value: float, dtype) -> None:
 
 
 # -- the stack --------------------------------------------------------------------------
+WeightPath = one_of(("smooth",), optional=True)
+Activation = one_of(ACTIVATION_NAMES)
+ValueScale = bounded(0, why="W_VO ≈ c·I + noise, c ≥ 0")
+WeightScale = bounded(0, strict=True)
+Decay = bounded(0, why="X' = (1 - h*decay) X + ...")
+LnGain = bounded(0, why="the LN gains are drawn as γ ≈ ln_gain + noise, a scale")
+Step = bounded(0, strict=True, why="the depth step h, the LN eps", optional=True)
+LnEps = bounded(0, strict=True, why="the depth step h, the LN eps")
+
+
 class StackKnobs(BaseModel):
     """The knobs of ``random_stack`` beyond its sizes, kernel and seed (docs/theory.md §0): each one's
     type, range and default.  A spec's ``knobs`` (``numerics.spec.StackSpecModel``) and a sweep's
@@ -156,18 +166,18 @@ class StackKnobs(BaseModel):
 
     gate: Real = Field(0.0, description="the slow path's gate g (needs P)")
     mlp_ratio: PositiveInt = Field(4, description="the MLP's width over d")
-    weight_path: one_of(("smooth",), optional=True) = Field(
+    weight_path: WeightPath = Field(
         None, description="None: i.i.d. layers; 'smooth': θ_ℓ = θ(ℓh) on a smooth path")
     slow_kernel: str = Field("causal", description="the slow path's kernel: causal or full (numerics.kernels)")
     block_size: OptionalPositiveInt = Field(None, description="the block kernel's block length (divides T)")
-    value_scale: bounded(0, why="W_VO ≈ c·I + noise, c ≥ 0") = 0.0
-    weight_scale: bounded(0, strict=True) = Field(1.0, description="the scale of the weights' noise")
-    decay: bounded(0, why="X' = (1 - h*decay) X + ...") = 0.0
-    ln_gain: bounded(0, why="the LN gains are drawn as γ ≈ ln_gain + noise, a scale") = 1.0
-    step: bounded(0, strict=True, why="the depth step h, the LN eps", optional=True) = Field(
+    value_scale: ValueScale = 0.0
+    weight_scale: WeightScale = Field(1.0, description="the scale of the weights' noise")
+    decay: Decay = 0.0
+    ln_gain: LnGain = 1.0
+    step: Step = Field(
         None, description="the depth step h (default 1/L; GPT-2: 1)")
-    activation: one_of(ACTIVATION_NAMES) = Field("gelu", description="the MLP's activation")
-    ln_eps: bounded(0, strict=True, why="the depth step h, the LN eps") = 1e-5
+    activation: Activation = Field("gelu", description="the MLP's activation")
+    ln_eps: LnEps = 1e-5
     attn_bias: bool = Field(False, description="draw the attention biases b_Q, b_O (GPT-2's block)")
 
 

@@ -24,6 +24,7 @@ from numerics.params import (SPEC_DTYPES, OptionalPositiveInt, PositiveInt, Seed
                              one_of)
 
 DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
+SpecDtype = one_of(SPEC_DTYPES)
 
 
 class StackSpecModel(BaseModel):
@@ -47,7 +48,7 @@ class StackSpecModel(BaseModel):
     seed: Seed
     knobs: StackKnobs = Field(description="the random_stack knobs set, the others at their defaults")
     arch_options: dict[str, Any] = Field(description="the variant's options")
-    dtype: one_of(SPEC_DTYPES)
+    dtype: SpecDtype
     device: str
     checkpoint: str | None = Field(description="a trained checkpoint whose weights replace the random draw")
 

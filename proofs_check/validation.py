@@ -288,35 +288,6 @@ def check_output_dir(path, name: str = "--out") -> str:
 
 
 # -- files that are read -------------------------------------------------------------------
-class _Numeric(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    cases: int | None = None
-    max_error: float | None = None
-    tolerance: float | None = None
-
-
-class _Control(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    status: str
-
-
-class _LedgerClaim(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    id: str
-    status: Literal["verified", "failed", "skipped"]
-    finding: str | None = None
-    detail: str | None = None
-    numeric: _Numeric | None = None
-    control: _Control | None = None
-
-
-class LedgerFile(BaseModel):
-    """What ``fastslow check --json`` writes, as far as a reader relies on it."""
-
-    model_config = ConfigDict(extra="allow")
-    claims: list[_LedgerClaim]
-
-
 def _field(loc) -> str:
     out = ""
     for part in loc:
@@ -350,5 +321,7 @@ def load_json(path, model: type[BaseModel], name: str) -> dict:
 
 
 def load_ledger(path, name: str = "--ledger") -> dict:
-    """A ledger JSON file, checked against :class:`LedgerFile`."""
-    return load_json(path, LedgerFile, name)
+    """A ledger JSON file, checked against its schema (:class:`proofs_check.runners.ledger_schema.Ledger`)."""
+    from proofs_check.runners.ledger_schema import Ledger
+
+    return load_json(path, Ledger, name)

@@ -65,9 +65,9 @@ class LedgerClaim(_Strict):
     """One claim's entry: its description (``Claim.record``), then what its check found."""
 
     id: str = Field(description="the claim's number in docs/theory.md, e.g. '2.1'")
+    status: Literal[STATUSES]
     family: str
     title: str
-    status: Literal[STATUSES]
     statement: str | None = None
     assumptions: list[str] | None = None
     reconstruction: bool = False
