@@ -17,7 +17,6 @@ g = MLP∘LN₂ along the real weight path.
 from __future__ import annotations
 
 
-import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 from torch import nn
@@ -186,14 +185,6 @@ def iid_drift_prediction(T: int, d: int, draws: int, L: int, *, heads: int = 2, 
     return (sum(sq) / draws / L) ** 0.5
 
 
-def fitted_slope(depths, values) -> float:
-    """Least-squares slope p of log value = c − p log L (p = 1 for O(h) convergence)."""
-    if len(depths) != len(values) or len(depths) < 2:
-        raise ValueError("fitted_slope needs at least two (depth, value) pairs of equal length")
-    x, y = np.log(np.asarray(depths, float)), np.log(np.asarray(values, float))
-    return float(-np.polyfit(x, y, 1)[0])
-
-
 def scalar_euler(a0: float, a1: float, x0: float, L: int) -> float:
     """Explicit Euler for x′ = a(t) x with L steps, a from the generated ``scalar_rate``."""
     h = 1.0 / L
@@ -208,14 +199,6 @@ def scalar_error_constants(a0: float, a1: float, x0: float, depths):
     exact = float(gen.scalar_exact(*args))
     C = float(gen.euler_error_constant(*args))
     return [L * (scalar_euler(a0, a1, x0, L) - exact) for L in depths], C
-
-
-def layer_jacobians(stack: Stack, X: torch.Tensor) -> list[torch.Tensor]:
-    """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ at the visited states, each (T d, T d), detached from the weights."""
-    T, d = X.shape
-    states = stack.trajectory(X).detach()
-    return [torch.func.jacrev(layer)(states[ell]).reshape(T * d, T * d).detach()
-            for ell, layer in enumerate(stack.layers)]
 
 
 def depth_ordered_product(jacobians, reverse: bool = False) -> torch.Tensor:
@@ -244,8 +227,8 @@ def relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).detach().norm() / b.detach().norm())
 
 
-__all__ = ["commutator_prediction", "depth_ordered_product", "error_constant_reference", "fitted_slope",
-           "flow_reference", "iid_drift", "iid_drift_prediction", "layer_jacobians", "relative", "richardson",
+__all__ = ["commutator_prediction", "depth_ordered_product", "error_constant_reference",
+           "flow_reference", "iid_drift", "iid_drift_prediction", "relative", "richardson",
            "scalar_error_constants", "scalar_euler", "smooth_stacks_errors", "smooth_stacks_outputs",
            "vector_field_at"]
 

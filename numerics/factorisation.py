@@ -195,12 +195,6 @@ def polynomial_jacobian(A: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     return J
 
 
-def stack_jacobian(stack: nn.Module, X: torch.Tensor) -> torch.Tensor:
-    """Autograd Jacobian of the whole stack at X (T, d), as a (T d, T d) row-major matrix."""
-    T, d = X.shape
-    return torch.func.jacrev(stack)(X).reshape(T * d, T * d)
-
-
 def to_mode_coordinates(J: torch.Tensor, S: torch.Tensor, d: int) -> torch.Tensor:
     """(S⁻¹ ⊗ I) J (S ⊗ I) without forming the Kronecker products."""
     T = S.shape[0]

@@ -29,12 +29,6 @@ def stack_jacobian(f, x: torch.Tensor, chunk_size: int | None = None, *, create_
     return J if create_graph else J.detach()
 
 
-def flat_jacobian(f, x: torch.Tensor) -> torch.Tensor:
-    """∂f/∂x by autograd, flattened to (f(x).numel(), x.numel())."""
-    J = torch.autograd.functional.jacobian(f, x)
-    return J.reshape(-1, x.numel())
-
-
 def layer_jacobians(stack, X: torch.Tensor) -> list[torch.Tensor]:
     """J_ℓ = ∂X_{ℓ+1}/∂X_ℓ of a :class:`numerics.stack.Stack` at the states visited from X, each
     (T d, T d), detached from the weights."""
@@ -90,9 +84,3 @@ def eigen_blocks(J: torch.Tensor, A: torch.Tensor, F: int):
     blocks = torch.stack([torch.kron(W[k:k + 1], I) @ J @ torch.kron(Sm[:, k:k + 1], I)
                           for k in range(len(lam))])
     return lam, blocks, float(torch.linalg.cond(Sm))
-
-
-def loglog_slope(xs, ys) -> float:
-    """Least-squares slope of log y against log x."""
-    lx, ly = torch.log(torch.tensor(xs, dtype=F64)), torch.log(torch.tensor(ys, dtype=F64))
-    return float(((lx - lx.mean()) * (ly - ly.mean())).sum() / ((lx - lx.mean()) ** 2).sum())

@@ -197,14 +197,6 @@ def stationary(y: np.ndarray) -> np.ndarray:
     return _fn("chain3_stationary")(*_t(y.T))[..., 0].numpy()
 
 
-def fit_slope(eps, err) -> float:
-    """Least-squares slope of log err against log ε."""
-    eps, err = np.asarray(eps, float), np.asarray(err, float)
-    if len(eps) < 2 or np.any(err <= 0):
-        raise ValueError("fit_slope needs ≥ 2 points with positive errors")
-    return float(np.polyfit(np.log(eps), np.log(err), 1)[0])
-
-
 def convergence(system: str, Ps=ALL_PS, fit_Ps=FIT_PS, orders=(0, 1, 2), recurrence: bool = False) -> dict:
     """dist(x, φ^{(k)}(y)) and the reduced-flow error at ε = 1/P, with slopes fitted over fit_Ps.
 

@@ -18,6 +18,7 @@ from torch.func import functional_call, jacrev
 
 from numerics import kernels as K
 from numerics.generated import visibility as gen
+from numerics.jacobians import stack_jacobian
 
 OFFSET = "input.offset"
 
@@ -176,16 +177,8 @@ def central_response(stack, xbar: torch.Tensor, p: torch.Tensor, delta: float) -
 
 def first_order_prediction(stack, xbar: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """Δx̄_L/δ → G_{≤L}(1) pᵀw (generated), G_{≤L}(1) = ∂x̄_L/∂x̄_0 of the reference (column, (d, 1))."""
-    G1 = jacrev(lambda x: stack.reference_trajectory(x)[-1])(xbar).detach()
+    G1 = stack_jacobian(lambda x: stack.reference_trajectory(x)[-1], xbar)
     return gen.first_order_response(G1, p, persistent_vector(stack)[:, None])
-
-
-def fit_slope(deltas, responses) -> float:
-    """Least-squares slope of log response vs log δ."""
-    x = torch.log(torch.as_tensor(deltas, dtype=torch.float64))
-    y = torch.log(torch.as_tensor(responses, dtype=torch.float64))
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
 
 
 # ---- the gate and the slow path (Claim 4.2) ------------------------------------------------

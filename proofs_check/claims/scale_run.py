@@ -37,10 +37,6 @@ TAU = 0.5                 # Claim 3.1's tolerance τ
 DELTAS = {"float64": 1e-3, "float32": 1e-2}
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)   # contractive stacks (Claim 5.1)
 
-def two_point_slope(x1, y1, x2, y2) -> float:
-    return math.log(y2 / y1) / math.log(x2 / x1)
-
-
 #: The stack variants a scale form may build from the preset, beyond the preset itself.
 VARIANTS = {"full-slow": "the full kernel with a slow path", "causal-slow": "a slow path",
             "saturating": "value_scale = 20 weights, past the saturation depth",

@@ -9,6 +9,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from numerics.fitting import loglog_fit
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import HOLDS
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
@@ -209,7 +210,7 @@ def check_6_2(ctx) -> ClaimResult:
 
     Ps = (16, 128) if ctx.quick else (16, 32, 64, 128, 256)
     rows = [{"P": P, "dist_to_p_st": nm.stationary_distance(nm.simulate("chain3", 1.0 / P))} for P in Ps]
-    slope = nm.fit_slope([1 / r["P"] for r in rows], [r["dist_to_p_st"] for r in rows])
+    slope = loglog_fit([1 / r["P"] for r in rows], [r["dist_to_p_st"] for r in rows]).slope
     numeric = NumericResult(
         cases=len(rows), max_error=abs(slope - 1), tolerance=SLOPE_TOL,
         detail=f"|fitted slope − 1| of max_(t∈[1,1.5]) ‖x − p_st(y)‖ over P = {Ps} (slope {slope:.3f}); "
@@ -342,8 +343,8 @@ def check_6_3(ctx) -> ClaimResult:
 
     Ps = (2, 4, 8, 16)
     ctrl = [cost.flop_comparison(64, p, 256, 4) for p in Ps]
-    slope = float(np.polyfit(np.log(Ps), np.log([c["ratio"] for c in ctrl]), 1)[0])
-    predicted = float(np.polyfit(np.log(Ps), np.log([c["model_ratio"] for c in ctrl]), 1)[0])
+    slope = loglog_fit(Ps, [c["ratio"] for c in ctrl]).slope
+    predicted = loglog_fit(Ps, [c["model_ratio"] for c in ctrl]).slope
     failed = abs(slope - 2) > 0.3 and math.isclose(slope, predicted, rel_tol=1e-12)
     control = ControlResult("fails-as-predicted" if failed else "did-not-fail",
                             f"T = 64, d = 256, P = {Ps}: counted whole-attention ratios "

@@ -22,6 +22,8 @@ setting", whatever was declared, and the conflict is recorded.
 
 from __future__ import annotations
 
+from proofs_check.tables import bold, markdown_table, text_table
+
 KINDS = ("identity", "lemma", "prediction", "experiment")
 
 HOLDS = "holds as stated"
@@ -131,10 +133,8 @@ def format_summary(ledger: dict) -> str:
     head = ("claim", "kind", "setting", "status", "ledger", "finding")
     cells = [head] + [(r["id"], r["kind"], "paper's" if r["setting"] == PAPER else (r["setting"] or "—"),
                        r["standing"], r["ledger"], r["finding"]) for r in rows]
-    cut = [tuple(_cut(x, 48) if i == 2 else x for i, x in enumerate(row)) for row in cells]
-    widths = [max(len(r[i]) for r in cut) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5] for row in cut]
-    lines.insert(1, "-" * (sum(widths) + 2 * 5 + len("finding")))
+    lines = text_table([tuple(_cut(x, 48) if i == 2 else x for i, x in enumerate(row)) for row in cells],
+                       last_free=True)
     counts = {s: sum(r["standing"] == s for r in rows) for s in STANDINGS}
     lines.append(f"paper's setting: {PAPER_SETTING}. " + "; ".join(f"{n} {s}" for s, n in counts.items() if n))
     return "\n".join(lines)
@@ -142,11 +142,10 @@ def format_summary(ledger: dict) -> str:
 
 def summary_markdown(ledger: dict) -> str:
     """The same summary as a markdown table (for the report's first screen and the README)."""
-    lines = ["| claim | kind | setting | status | ledger | finding |", "|---|---|---|---|---|---|"]
-    for r in summary_rows(ledger):
-        cells = [_md(r["id"]), _md(r["kind"]), _md(setting_text(r["setting"])), f"**{_md(r['standing'])}**",
-                 f"**{_md(r['ledger'])}**", _md(r["finding"])]
-        lines.append("| " + " | ".join(cells) + " |")
+    rows = [(_one_line(r["id"]), _one_line(r["kind"]), _one_line(setting_text(r["setting"])),
+             bold(_one_line(r["standing"])), bold(_one_line(r["ledger"])), _one_line(r["finding"]))
+            for r in summary_rows(ledger)]
+    lines = markdown_table(("claim", "kind", "setting", "status", "ledger", "finding"), rows)
     return "\n".join(lines) + f"\n\nThe paper's setting: {PAPER_SETTING}. *ledger* is the mechanical decision " \
         "(symbolic steps proved, numeric error within tolerance, negative control failing as predicted) " \
         "in the setting named.\n"
@@ -156,7 +155,5 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1].rstrip() + "…"
 
 
-def _md(text: str) -> str:
-    from proofs_check.report.markdown import md_escape
-
-    return md_escape(" ".join(str(text).split()))
+def _one_line(text) -> str:
+    return " ".join(str(text).split())

@@ -14,7 +14,8 @@ import torch
 
 from numerics import kernels as K
 from numerics import visibility as nv
-from numerics.jacobians import loglog_slope, reference_input
+from numerics.fitting import loglog_fit
+from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
@@ -90,7 +91,7 @@ def evaluate_4_1(spec, ctx) -> Verdict:
     first = abs(float(mean[0]) / float(DELTAS[0]) - pred) / pred
     central = nv.central_response(st, xbar, p_mean, CENTRAL_DELTA)
     central_err = float(torch.linalg.vector_norm(central - nv.first_order_prediction(st, xbar, p_mean)[:, 0])) / pred
-    mean_slope = nv.fit_slope(DELTAS, mean)
+    mean_slope = loglog_fit(DELTAS, mean).slope
     w = nv.persistent_vector(st)
     sink = bool((w[1:] == 0).all())           # w = e₁ exactly: the decaying offset cannot reach x̄_L
     errors = {"W_Q/W_K / σ₁ / tol": qk / QK_TOL, "first-order mismatch / tol": first / FIRST_ORDER_TOL,
@@ -106,7 +107,7 @@ def evaluate_4_1(spec, ctx) -> Verdict:
         predicted["decaying_response_max"] = 0.0
         errors["decaying response (exactly 0 predicted)"] = 0.0 if float(dec.max()) == 0.0 else math.inf
     else:
-        slope = nv.fit_slope(DELTAS, dec)
+        slope = loglog_fit(DELTAS, dec).slope
         measured["decaying_slope"], predicted["decaying_slope"] = slope, 2.0
         errors["decaying |slope − 2| / tol"] = abs(slope - 2) / SLOPE_TOL
     measured["errors"] = errors
@@ -133,7 +134,7 @@ def _arch_4_1(spec, ctx) -> Verdict:
             base = w @ s(X)
             return [float((w @ s(X + dl * torch.outer(pp, v)) - base).norm()) for dl in deltas]
 
-    sl_dec, sl_mean = loglog_slope(deltas, moves(p_dec)), loglog_slope(deltas, moves(torch.ones_like(p)))
+    sl_dec, sl_mean = loglog_fit(deltas, moves(p_dec)).slope, loglog_fit(deltas, moves(torch.ones_like(p))).slope
     measured = {"decaying_slope": sl_dec, "mean_carrying_slope": sl_mean}
     predicted = {"decaying_slope": 2.0, "mean_carrying_slope": 1.0, "bands": [[1.8, 2.2], [0.9, 1.1]]}
     if 1.8 <= sl_dec <= 2.2 and 0.9 <= sl_mean <= 1.1:

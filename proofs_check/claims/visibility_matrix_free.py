@@ -12,6 +12,7 @@ import torch
 from numerics import kernels as K
 from numerics import visibility as nv
 from numerics.factorisation import layer_B_C, layer_blocks
+from numerics.fitting import loglog_fit
 from numerics.generated import visibility as gen_vis
 from proofs_check.claims.evidence import ClaimResult
 from proofs_check.claims.registry import matrix_free
@@ -33,7 +34,7 @@ def scale_4_1(run: ScaleRun) -> ClaimResult:
     dec = nv.persistent_response(st, xbar, nv.decaying_offset(st, run.seed + 7), deltas)
     p_mean = nv.mean_carrying_offset(st, run.seed + 8)
     mean = nv.persistent_response(st, xbar, p_mean, deltas)
-    s_dec, s_mean = nv.fit_slope(deltas, dec), nv.fit_slope(deltas, mean)
+    s_dec, s_mean = loglog_fit(deltas, dec).slope, loglog_fit(deltas, mean).slope
     ok = abs(s_mean - 1) <= SLOPE_TOL
     return ClaimResult(
         symbolic=[], numeric=numeric_result(2, abs(s_dec - 2) / SLOPE_TOL, 1.0,

@@ -9,6 +9,7 @@ from proofs_check.claims.ids import CLAIM_IDS
 from proofs_check.claims.registry import get, load_checks
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim
+from proofs_check.tables import text_table
 
 
 def check_seed(profile: str, seed: int | None) -> int:
@@ -93,10 +94,7 @@ def format_table(ledger: dict) -> str:
         flag = " (recon.)" if c.get("reconstruction") else ""
         rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, ledger_word(c),
                      f"{c.get('seconds', 0):.1f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines[:0] = [format_summary(ledger), ""]
+    lines = [format_summary(ledger), ""] + text_table(rows)
     counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
     opts = ledger.get("options", {})
     sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"
@@ -181,8 +179,6 @@ def format_stack_table(ledger: dict) -> str:
         why = (c.get("reason") or v.get("condition") or "")
         form = (v.get("measured") or {}).get("form", "-")
         rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:100]))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    table = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    table.insert(1, "  ".join("-" * w for w in widths))
+    table = text_table(rows)
     counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in ("holds", "conditional", "fails", "n/a")}
     return "\n".join(lines + table + ["", ", ".join(f"{v} {k}" for k, v in counts.items())])

@@ -21,6 +21,7 @@ import torch
 
 from proofs_check.claims.ids import CLAIM_IDS
 from proofs_check.claims.evidence import CheckContext
+from proofs_check.tables import text_table
 
 STATUSES = ("holds", "conditional", "fails", "n/a")
 
@@ -145,9 +146,7 @@ def format_table(matrix: dict) -> str:
     by = {(c["claim"], c["arch"]): c for c in matrix["cells"]}
     rows = [["claim"] + archs] + [[cid] + [SYMBOL[by[(cid, a)]["status"]] if (cid, a) in by else "-"
                                            for a in archs] for cid in ids]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = text_table(rows)
     counts = {s: sum(c["status"] == s for c in matrix["cells"]) for s in STATUSES}
     lines.append("\n" + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return "\n".join(lines)

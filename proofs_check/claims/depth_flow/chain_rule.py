@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from numerics import depth_flow as nd
-from numerics.factorisation import stack_jacobian
-from numerics.jacobians import flat_jacobian, reference_input, step_jacobians
+from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, step_jacobians
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import HOLDS, PAPER
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
@@ -40,7 +39,7 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
         st = spec.build()
         X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10))
         J = stack_jacobian(st, X).detach()
-        Js = nd.layer_jacobians(st, X)
+        Js = layer_jacobians(st, X)
         err = nd.relative(nd.depth_ordered_product(Js), J)
         reversed_err = nd.relative(nd.depth_ordered_product(Js, reverse=True), J)
         predicted = float((nd.commutator_prediction(Js, st.h).norm() / J.norm()).detach())
@@ -51,13 +50,13 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
                        counterexample=None if status == "holds" else {"spec": spec.as_dict()})
     s = spec.build_arch()
     X = reference_input(s, spec.seed, homogeneous=False)
-    full = flat_jacobian(lambda x: s(x), X)
-    prod = flat_jacobian(lambda x: s.embed(x), X)
+    full = stack_jacobian(lambda x: s(x), X, chunk_size=1)
+    prod = stack_jacobian(lambda x: s.embed(x), X, chunk_size=1)
     for Jl in step_jacobians(s, X):
         prod = Jl @ prod
     with torch.no_grad():
         sn = s.trajectory(X)[-1]
-    prod = flat_jacobian(lambda z: s.readout(z), sn) @ prod
+    prod = stack_jacobian(lambda z: s.readout(z), sn, chunk_size=1) @ prod
     err = float(torch.linalg.norm(full - prod) / torch.linalg.norm(full))
     ev = {"rel_error": err, "tolerance": EXACT, "steps": s.n_steps}
     cond = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from numerics import depth_flow as nd
-from numerics.jacobians import loglog_slope, reference_input
+from numerics.fitting import loglog_fit
+from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
 from proofs_check.claims.standing import HOLDS, PAPER
 from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
@@ -48,7 +49,7 @@ def _euler_preln(spec: StackSpec, ctx) -> Verdict:
         outs = {L: spec.with_(layers=L).build()(X0) for L in depths}
     X1, C = nd.error_constant_reference(spec.with_(layers=1).build(), X0, rtol=1e-10)
     errs = [float((outs[L] - X1).norm()) for L in depths]
-    slope = nd.fitted_slope(depths[1:], errs[1:])
+    slope = -loglog_fit(depths[1:], errs[1:]).slope
     R1, R2, estimate = nd.richardson(depths, [L * (outs[L] - X1) for L in depths])
     Cn = float(C.norm())
     const_err = float((R2 - C).norm()) / Cn
@@ -84,7 +85,7 @@ def _cauchy(spec: StackSpec, Ls, fix_ln=False):
         with torch.no_grad():
             outs[L] = s(reference_input(s, spec.seed, homogeneous=False))
     errs = [float((outs[L] - outs[2 * L]).norm()) for L in Ls]
-    return errs, -loglog_slope(Ls, errs)
+    return errs, -loglog_fit(Ls, errs).slope
 
 
 @on_stack("1.1", specs=_euler_specs)
@@ -161,7 +162,7 @@ def check_1_1(ctx) -> ClaimResult:
     drift = nd.iid_drift(6, 8, idepths, range(4))
     predicted = [nd.iid_drift_prediction(6, 8, 64, L) for L in idepths]
     ratios = [a / b for a, b in zip(drift, predicted)]
-    islope = nd.fitted_slope(idepths, drift)
+    islope = -loglog_fit(idepths, drift).slope
     ok = (abs(islope - 0.5) <= 0.1 and abs(islope - 1) > SLOPE_TOL
           and all(IID_BAND[0] <= r <= IID_BAND[1] for r in ratios))
     return ClaimResult(

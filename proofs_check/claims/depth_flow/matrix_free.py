@@ -18,7 +18,8 @@ from proofs_check.claims.scale_run import SLOPE_TOL, ScaleRun, control_result, n
 @matrix_free("1.1", variants={"smooth-path"})
 def scale_1_1(run: ScaleRun) -> ClaimResult:
     """Euler convergence on the token-homogeneous invariant set (width d, all heads; T drops out there)."""
-    from numerics.depth_flow import fitted_slope, flow_reference
+    from numerics.depth_flow import flow_reference
+    from numerics.fitting import loglog_fit
     from numerics.stack import Layer, StackConfig
     from numerics.stack import _draw_layer_params as draw_layer_params
 
@@ -36,7 +37,7 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
             for ell in range(L):
                 x = torch.func.functional_call(layer, path_stack.weights_at(ell / L), (x,))
         errs.append(float(torch.linalg.vector_norm(x - ref)))
-    slope = fitted_slope(list(depths), errs)
+    slope = -loglog_fit(list(depths), errs).slope
     # control: i.i.d. untied weights (no path), drawn layer by layer exactly as random_stack draws them:
     # ‖x̄_L − x̄_0‖ ∝ L^(−1/2)
     # (mean over seeds: the drift of d coordinates concentrates as d grows, so 8 seeds below d = 32,
@@ -58,7 +59,7 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
                       for layer, L, x in zip(layers, idepths, xs)]
         for i, x in enumerate(xs):
             drift[i] += float(torch.linalg.vector_norm(x - x0)) / len(seeds)
-    islope = fitted_slope(list(idepths), drift)
+    islope = -loglog_fit(list(idepths), drift).slope
     ok = abs(islope - 0.5) <= SLOPE_TOL and abs(islope - 1) > SLOPE_TOL
     return ClaimResult(
         symbolic=[], numeric=numeric_result(len(depths), abs(slope - 1) / SLOPE_TOL, 1.0,

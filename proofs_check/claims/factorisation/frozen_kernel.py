@@ -13,7 +13,7 @@ import torch
 from numerics import factorisation as nf
 from numerics import random_stack
 from numerics.generated import factorisation as gen
-from numerics.jacobians import commutator_error, eigen_blocks, flat_jacobian, reference_input, state_jacobian
+from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.on_stack import matrix_spec
@@ -33,7 +33,7 @@ def transformed(stack, X):
     """(λ, S, Jt) with Jt = (S⁻¹⊗I) J (S⊗I), J the autograd Jacobian at X."""
     A = stack.frozen_kernel()
     lam, S = nf.eigenbasis(A)
-    J = nf.stack_jacobian(stack, X).detach()
+    J = stack_jacobian(stack, X)
     return lam, S, J, nf.to_mode_coordinates(J, S, stack.config.d)
 
 
@@ -72,7 +72,7 @@ def generated_block_errors(stack, xbar):
     ln_err, ln_scale = 0.0, 0.0
     for ell, layer in enumerate(stack.layers):
         for ln_, z, gamma in ((layer.ln1, xs[ell], w["gamma1"][ell]), (layer.ln2, us[ell], w["gamma2"][ell])):
-            auto = torch.func.jacrev(ln_)(z[:, 0].detach()).detach()
+            auto = stack_jacobian(ln_, z[:, 0].detach())
             ln_err = max(ln_err, float((gen.ln_jacobian(z, gamma, eps) - auto).detach().abs().max()))
             ln_scale = max(ln_scale, float(auto.abs().max()))
     return blk, ln_err, 64 * EPS64 * ln_scale
@@ -176,8 +176,8 @@ def inhomogeneity_control(stack, xbar, Z, delta=1e-2, fd=1e-3):
     T, d = stack.config.T, stack.config.d
     X0 = xbar.expand(T, d).clone()
     _, S, _, Jt0 = transformed(stack, X0)
-    Jp = nf.to_mode_coordinates(nf.stack_jacobian(stack, X0 + fd * Z).detach(), S, d)
-    Jm = nf.to_mode_coordinates(nf.stack_jacobian(stack, X0 - fd * Z).detach(), S, d)
+    Jp = nf.to_mode_coordinates(stack_jacobian(stack, X0 + fd * Z), S, d)
+    Jm = nf.to_mode_coordinates(stack_jacobian(stack, X0 - fd * Z), S, d)
     dJt = (Jp - Jm) / (2 * fd)
     slope = nf.off_block_mass(dJt, T, d) * float(dJt.norm() / Jt0.norm())
     _, _, _, Jt = transformed(stack, X0 + delta * Z)
@@ -247,7 +247,7 @@ def _block_formula_error(arch, s, X):
     s0 = s.embed(X).detach()
     sbar = s0[0]
     for i in range(s.n_steps):
-        J = flat_jacobian(lambda z, i=i: s.step(i, z), s0)
+        J = stack_jacobian(lambda z, i=i: s.step(i, z), s0, chunk_size=1)
         lam, blocks, _ = eigen_blocks(J, A, s.features)
         layer = s.base.layers[i]
         for k in range(len(lam)):
@@ -255,17 +255,17 @@ def _block_formula_error(arch, s, X):
             if arch == "postln":
                 W = layer.attn.value_output().T
                 pre1 = (1 - layer.h * layer.decay) * sbar + layer.h * sbar @ layer.attn.value_output()
-                J1 = flat_jacobian(layer.ln1, pre1)
+                J1 = stack_jacobian(layer.ln1, pre1, chunk_size=1)
                 u = layer.ln1(pre1).detach()
-                M = flat_jacobian(layer.mlp, u)
-                J2 = flat_jacobian(layer.ln2, u + layer.h * layer.mlp(u).detach())
+                M = stack_jacobian(layer.mlp, u, chunk_size=1)
+                J2 = stack_jacobian(layer.ln2, u + layer.h * layer.mlp(u).detach(), chunk_size=1)
                 pred = gen.postln_mode_block(lt, torch.tensor(layer.h, dtype=F64),
                                              torch.tensor(layer.decay, dtype=F64), W, J1, M, J2)
             else:  # mhc: stream blocks from the inner layer's own block G(λ)
                 n, d = s.n, s.config.d
                 ybar = (s.read_weights()[i][:, None] * sbar.reshape(n, d)).sum(0).detach()
                 Y = ybar.expand(s.config.T, d).clone()
-                Gl = eigen_blocks(flat_jacobian(layer, Y), A, d)[1][k]
+                Gl = eigen_blocks(stack_jacobian(layer, Y, chunk_size=1), A, d)[1][k]
                 H, al, be = s.stream_mixing()[i], s.read_weights()[i], s.write_weights()[i]
                 pred = gen.mhc_mode_block(H, be[:, None], al[None, :], Gl)  # (n, n, d, d)
                 pred = pred.permute(0, 2, 1, 3).reshape(n * d, n * d)

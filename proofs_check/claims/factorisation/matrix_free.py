@@ -11,10 +11,11 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics.factorisation import TokenMixedStack, shift_mixer
+from numerics.fitting import loglog_fit
 from proofs_check.claims.evidence import ClaimResult
 from proofs_check.claims.registry import matrix_free
 from proofs_check.claims.scale_run import (SLOPE_TOL, ScaleRun, adjoint_check, affine_blocks, control_result,
-                                           inhomogeneous_control, numeric_result, two_point_slope)
+                                           inhomogeneous_control, numeric_result)
 
 
 @matrix_free("2.1", variants={"preset"})
@@ -60,14 +61,14 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
 def scale_2_2(run: ScaleRun) -> ClaimResult:
     """Conditions (a) homogeneous reference and (b) token-wise sublayers: residuals linear in the violation."""
     e = inhomogeneous_control(run)
-    slope_a = two_point_slope(run.delta / 2, e[1], run.delta, e[0])
+    slope_a = loglog_fit([run.delta / 2, run.delta], [e[1], e[0]]).slope
     stack, xbar, X0 = run.stack(), run.xbar(), run.X0()
     V = run.probe()[0]
     M = shift_mixer(run.spec.T, run.tdtype, run.device)
     base = run.predicted_V()[0]
     pred = {dl: mf.layered_apply(stack, xbar, V, mixer=M, delta=dl) for dl in (run.delta, run.delta / 2)}
     res = {dl: float(mf.relative_errors(base[None], p[None])) for dl, p in pred.items()}
-    slope_b = two_point_slope(run.delta / 2, res[run.delta / 2], run.delta, res[run.delta])
+    slope_b = loglog_fit([run.delta / 2, run.delta], [res[run.delta / 2], res[run.delta]]).slope
     mixed = TokenMixedStack(stack, run.delta, M)
     measured = mf.stack_jvp(mixed, X0, V[None])[0]
     match = float(mf.relative_errors(pred[run.delta][None], measured[None]))
@@ -123,7 +124,7 @@ def scale_2_4(run: ScaleRun) -> ClaimResult:
     scale = float(torch.linalg.matrix_norm(ref["V"]))
     r0 = float(torch.linalg.matrix_norm(ref["qk"])) / scale
     r = [float(torch.linalg.matrix_norm(run.inhomogeneous_jvps(dl)["qk"])) / scale for dl in (run.delta, run.delta / 2)]
-    slope = two_point_slope(run.delta / 2, r[1], run.delta, r[0])
+    slope = loglog_fit([run.delta / 2, run.delta], [r[1], r[0]]).slope
     tol = run.gamma
     # at 1x̄ᵀ + δN the attention matrices move by O(δ) (scores differ across a row), and they act on
     # value rows that differ by O(δ) (δA·1 = 0 kills the common part): D_θX_L is O(δ²), slope 2
