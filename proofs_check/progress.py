@@ -2,8 +2,9 @@
 
 On a terminal (stderr is a TTY) a tqdm bar shows the current item and the time left, and nested
 bars stack; in a log (stderr is a file or pipe) no bar and no escape code is written, only plain
-lines: ``check claims [3/18] 2.1 done in 4.2 s; next 2.2``.  Both modes print those lines, so a
-log and a terminal tell the same story.
+lines: ``check claims [3/18] 2.1 done in 4.2 s, about 40 s left; next 2.2`` (the time left: the mean
+time per item so far times the items left).  Both modes print those lines, so a log and a terminal
+tell the same story.
 
 Two shapes of work: ``track`` walks a list of items; ``steps`` hands a lower layer (numerics) a
 plain callback ``report(done, total, label)`` to call as it finishes each unit of a long
@@ -60,14 +61,17 @@ def track(items: Iterable[T], desc: str, *, unit: str = "item", label: Callable[
 
         bar = tqdm(total=len(items), desc=desc, unit=unit, file=stream, leave=False, dynamic_ncols=True)
     n = len(items)
+    began = time.perf_counter()
     try:
         for i, item in enumerate(items):
             if bar is not None:
                 bar.set_postfix_str(label(item), refresh=True)
             start = time.perf_counter()
             yield item
+            now = time.perf_counter()
+            left = f", about {(now - began) / (i + 1) * (n - i - 1):.0f} s left" if i + 1 < n else ""
             nxt = f"; next {label(items[i + 1])}" if i + 1 < n else ""
-            line = f"{desc} [{i + 1}/{n}] {label(item)} done in {time.perf_counter() - start:.1f} s{nxt}"
+            line = f"{desc} [{i + 1}/{n}] {label(item)} done in {now - start:.1f} s{left}{nxt}"
             if bar is not None:
                 bar.write(line, file=stream)
                 bar.update(1)
@@ -107,6 +111,7 @@ def steps(desc: str, *, unit: str = "step", enabled: bool = True, stream=None,
             bar.total = total
             bar.set_postfix_str(label, refresh=False)
             bar.update(done - bar.n)
+            bar.refresh()  # units are coarse (a layer's map, a spectral norm): redraw each one
         elif done >= total or now - state["logged"] >= log_every:
             state["logged"] = now
             elapsed = now - start

@@ -15,7 +15,8 @@ def test_log_gets_one_plain_line_per_item_naming_the_next():
     assert list(track(["1.1", "1.2", "2.1"], "check claims", stream=log)) == ["1.1", "1.2", "2.1"]
     lines = log.getvalue().splitlines()
     assert len(lines) == 3 and "\x1b" not in log.getvalue() and "\r" not in log.getvalue()
-    assert lines[0].startswith("check claims [1/3] 1.1 done in ") and lines[0].endswith("; next 1.2")
+    assert lines[0].startswith("check claims [1/3] 1.1 done in ") and lines[0].endswith(" s left; next 1.2")
+    assert ", about " in lines[1]
     assert lines[2].startswith("check claims [3/3] 2.1 done in ") and "next" not in lines[2]
 
 
