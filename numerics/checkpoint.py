@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from numerics.spec import StackSpecModel
+from numerics.params import StackSpecModel
 
 FORMAT = "fastslow-checkpoint"
 VERSION = 1

@@ -159,7 +159,7 @@ LnEps = bounded(0, strict=True, why="the depth step h, the LN eps")
 
 class StackKnobs(BaseModel):
     """The knobs of ``random_stack`` beyond its sizes, kernel and seed (docs/theory.md §0): each one's
-    type, range and default.  A spec's ``knobs`` (``numerics.spec.StackSpecModel``) and a sweep's
+    type, range and default.  A spec's ``knobs`` (``StackSpecModel``) and a sweep's
     axes name these and only these (:data:`KNOBS`)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
@@ -237,3 +237,30 @@ def validate_stack(**kwargs) -> StackParams:
 SPEC_DTYPES = ("float64", "float32")
 #: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
 KNOBS = tuple(StackKnobs.model_fields)
+SpecDtype = one_of(SPEC_DTYPES)
+
+
+class StackSpecModel(BaseModel):
+    """One stack as a JSON document (``StackSpec.as_dict()``): its fields, their types and ranges.
+
+    The knobs are :class:`StackKnobs` (only the ones set); the structural
+    checks that need several fields at once (heads dividing d, T divisible by P, what the
+    dtype can hold) are ``StackParams``' when the stack is built, and ``arch_options`` are the
+    architecture's to check (``numerics.architectures.resolve_options``).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    T: PositiveInt = Field(description="tokens")
+    d: PositiveInt = Field(description="the residual width")
+    layers: PositiveInt
+    heads: PositiveInt
+    kernel: str = Field(description="the fast path's kernel (numerics.kernels.KERNELS)")
+    P: OptionalPositiveInt = Field(description="the slow path's block length (None: no slow path)")
+    arch: str = Field(description="the architecture: preln or a variant of numerics.architectures")
+    seed: Seed
+    knobs: StackKnobs = Field(description="the random_stack knobs set, the others at their defaults")
+    arch_options: dict[str, Any] = Field(description="the variant's options")
+    dtype: SpecDtype
+    device: str
+    checkpoint: str | None = Field(description="a trained checkpoint whose weights replace the random draw")

@@ -8,49 +8,19 @@ A spec is a frozen value: the architecture, the sizes, the ``random_stack`` knob
 variant's options, the seed, the dtype and the device; or a checkpoint path whose
 weights replace the random draw.  ``as_dict()`` / ``from_dict()`` round-trip it through
 JSON, so a sweep row or a ledger entry names exactly the stack it was measured on.
-:class:`StackSpecModel` is that JSON document's schema (a checkpoint manifest's ``spec``, a
+:class:`numerics.params.StackSpecModel` is that JSON document's schema (a checkpoint manifest's ``spec``, a
 sweep row's stack): every spec is checked against it when it is made.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 
-from numerics.params import (SPEC_DTYPES, OptionalPositiveInt, PositiveInt, Seed, StackKnobs, _validate,
-                             one_of)
+from numerics.params import SPEC_DTYPES, StackSpecModel, _validate
 
 DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
-SpecDtype = one_of(SPEC_DTYPES)
-
-
-class StackSpecModel(BaseModel):
-    """One stack as a JSON document (``StackSpec.as_dict()``): its fields, their types and ranges.
-
-    The knobs are :class:`numerics.params.StackKnobs` (only the ones set); the structural
-    checks that need several fields at once (heads dividing d, T divisible by P, what the
-    dtype can hold) are ``StackParams``' when the stack is built, and ``arch_options`` are the
-    architecture's to check (``numerics.architectures.resolve_options``).
-    """
-
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    T: PositiveInt = Field(description="tokens")
-    d: PositiveInt = Field(description="the residual width")
-    layers: PositiveInt
-    heads: PositiveInt
-    kernel: str = Field(description="the fast path's kernel (numerics.kernels.KERNELS)")
-    P: OptionalPositiveInt = Field(description="the slow path's block length (None: no slow path)")
-    arch: str = Field(description="the architecture: preln or a variant of numerics.architectures")
-    seed: Seed
-    knobs: StackKnobs = Field(description="the random_stack knobs set, the others at their defaults")
-    arch_options: dict[str, Any] = Field(description="the variant's options")
-    dtype: SpecDtype
-    device: str
-    checkpoint: str | None = Field(description="a trained checkpoint whose weights replace the random draw")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 One model per document, at the layer that owns it:
 
-- ``stack-spec``: :class:`numerics.spec.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
+- ``stack-spec``: :class:`numerics.params.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
 - ``checkpoint-manifest``: :class:`numerics.checkpoint.CheckpointManifest` (``fastslow train``, ``import-hf``);
 - ``sweep-spec``: :class:`proofs_check.sweep.spec.SweepFile` (a sweep's TOML file, as parsed);
 - ``ledger``: :class:`proofs_check.runners.ledger_schema.Ledger` (``fastslow check --json``).
@@ -24,7 +24,7 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 def models() -> dict:
     """Document name -> the pydantic model that defines it."""
     from numerics.checkpoint import CheckpointManifest
-    from numerics.spec import StackSpecModel
+    from numerics.params import StackSpecModel
     from proofs_check.runners.ledger_schema import Ledger
     from proofs_check.sweep.spec import SweepFile
 

@@ -505,12 +505,12 @@ def test_frozen_kernel_message_and_exact_agreement():
 
 
 def test_the_declared_spec_fields_are_the_spec_dataclass_fields():
-    """numerics.spec.StackSpecModel is a spec's schema (checkpoint manifests, sweep rows): it must name
+    """numerics.params.StackSpecModel is a spec's schema (checkpoint manifests, sweep rows): it must name
     exactly StackSpec's fields, or a manifest check would accept or refuse the wrong ones."""
     from dataclasses import fields
 
-    from numerics.params import _validate
-    from numerics.spec import StackSpec, StackSpecModel
+    from numerics.params import StackSpecModel, _validate
+    from numerics.spec import StackSpec
 
     assert [f.name for f in fields(StackSpec)] == list(StackSpecModel.model_fields)
     with pytest.raises(ValueError, match="colour is not a parameter here"):

@@ -45,7 +45,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
 
 from numerics.params import SEED_MAX, StackKnobs
-from numerics.spec import StackSpec, StackSpecModel
+from numerics.params import StackSpecModel
+from numerics.spec import StackSpec
 
 #: StackSpec fields a sweep may put on an axis (besides the random_stack knobs).
 SIZE_AXES = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype")
