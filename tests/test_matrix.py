@@ -11,7 +11,7 @@ import pytest
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.on_stack import matrix_spec
 from proofs_check.claims.factorisation.frozen_kernel import _factorisation_error, evaluate_2_1
-from proofs_check.runners.grid import STATUSES, matrix_section, preln_cell, run_matrix
+from proofs_check.runners.grid import STATUSES, preln_cell, run_matrix
 from proofs_check.claims.on_stack import EXACT
 
 
@@ -55,13 +55,6 @@ def test_preln_cells_follow_the_ledger():
     assert preln_cell({"id": "1.1", "status": "skipped", "numeric": None, "control": None})["status"] == "n/a"
     failed = preln_cell({"id": "1.1", "status": "failed", "detail": "slope 0.5", **base})
     assert failed["status"] == "fails" and failed["counterexample"]
-
-
-def test_matrix_section_markdown(small):
-    lines = matrix_section(small)
-    table = [ln for ln in lines if ln.startswith("| 2.1 ")]
-    assert table and "**holds**" in table[0]
-    assert any(ln.startswith("[^6_1-looped]:") and "reason:" in ln for ln in lines)
 
 
 def test_bad_arch_and_claim():
