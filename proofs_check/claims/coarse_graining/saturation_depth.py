@@ -26,6 +26,7 @@ from proofs_check.claims.on_stack import Verdict
 from proofs_check.claims.coarse_graining.specs import EPS, F64, RESOLVED, TAU, preln_na, unique_specs, matrix_spec
 from theory import coarse_graining as th
 
+#: docs/theory.md §3 (i): r at the last layer for λ = 1/2, 1/3, 1/6 (causal, T = 6, d = 16, 16 layers).
 PAPER_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)}
 
 

@@ -24,6 +24,7 @@ from proofs_check.claims.on_stack import EXACT, Verdict
 from proofs_check.claims.factorisation.frozen_kernel import EPS64, SLOPE_TOL
 from theory import factorisation as th
 
+#: Claim 2.2's ledger stack: T = 6, d = 8, 3 layers, 2 heads, causal, seed 0.
 VIOLATION_SPEC = StackSpec(T=6, d=8, layers=3, heads=2, kernel="causal", seed=0)
 
 

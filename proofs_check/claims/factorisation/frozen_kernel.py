@@ -235,9 +235,6 @@ def check_2_1(ctx) -> ClaimResult:
               "gelu_new, b_Q and b_O; causal)")
 
 
-#: Claim 2.2's ledger stack: T = 6, d = 8, 3 layers, 2 heads, causal, seed 0.
-
-
 def _block_formula_error(arch, s, X):
     """The generated block formula for postln / mhc against the extracted per-layer block."""
     from numerics.generated import architectures as gen
@@ -272,3 +269,5 @@ def _block_formula_error(arch, s, X):
             errs.append(float((blocks[k] - pred).detach().abs().max() / blocks[k].abs().max()))
         with torch.no_grad():
             s0 = s.step(i, s0)
+            sbar = s0[0]
+    return max(errs)
