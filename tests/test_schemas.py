@@ -117,3 +117,17 @@ def test_a_ledger_from_run_claim_validates(monkeypatch):
 
 def test_the_recorded_scale_ledger_validates():
     _valid("ledger", json.loads((ROOT / "docs" / "scale" / "gpt2-small.json").read_text()))
+
+
+def test_every_sweep_axis_is_typed_from_the_stack_models():
+    """Each axis' type comes from StackSpecModel or StackKnobs, so the GPT-2 block knobs are sweepable
+    (a hand-kept list of axis types once lacked them) and a value of the wrong type is refused by name."""
+    from proofs_check.sweep import spec as sweep_spec
+
+    assert {sweep_spec._value_type(a) for a in sweep_spec.AXES} <= {bool, int, float, str}
+    table = {"claim": "2.1", "ln_eps": [1e-5, 1e-3], "attn_bias": [True, False], "activation": ["gelu", "gelu_new"],
+             "step": 1}
+    (sweep,) = sweep_spec.parse({"sweep": [table]}, claims=["2.1"]).sweeps
+    assert sweep.axes["step"] == (1.0,) and sweep.axes["attn_bias"] == (True, False)
+    with pytest.raises(sweep_spec.SpecError, match=r"sweep\[0\]\.attn_bias='yes' must be a boolean"):
+        sweep_spec.parse({"sweep": [{"claim": "2.1", "attn_bias": "yes"}]}, claims=["2.1"])
