@@ -229,7 +229,7 @@ def test_generated_functions_move_the_numbers(monkeypatch, entries, claim_id, fn
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports the documented keys."""
     from numerics.spec import StackSpec
-    from proofs_check.claims.on_stack import evaluate
+    from proofs_check.claims.registry import evaluate
 
     spec = StackSpec(heads=2, seed=2, **spec_kw)
     v = evaluate("4.2", spec, CheckContext())
