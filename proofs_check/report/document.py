@@ -267,15 +267,23 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
     return _number_figures(_scripts("\n".join(lines) + "\n"))
 
 
-_ESCAPED_SCRIPT = re.compile(r"(?<![\w\\])[\w\u0300-\u036f′]+(?:\\_[\w{}−]+)+")
+_PROTECTED = re.compile(r"(^```.*?^```$|^<.*?$|`[^`\n]*`|\]\([^)\n]*\))", re.S | re.M)
+_SCRIPTED_WORD = re.compile(r"[^\s`]*(?:_|\^)[^\s`]*")
+_PATH = re.compile(r"^[\w./-]+\.(?:py|md|json|png|pdf|txt|toml)\W*$")
 
 
 def _scripts(text: str) -> str:
-    """Ledger text that other sections escaped literally (``θ\\_ℓ``, ``value\\_scale``) set as prose:
-    a symbol's subscript as a subscript, a parameter name as code; fenced blocks untouched."""
-    parts = re.split(r"(^```.*?^```$)", text, flags=re.S | re.M)
-    return "".join(part if part.startswith("```") else
-                   _ESCAPED_SCRIPT.sub(lambda m: prose(m.group(0).replace("\\_", "_")), part) for part in parts)
+    """Ledger text that other sections set literally (``θ\\_ℓ``, ``A^m``, ``value\\_scale``) set as prose: a
+    symbol's sub- or superscript as one, a parameter name as code.  Fenced blocks, HTML lines, code
+    spans, link targets and file paths are left as they are."""
+    def word(m: re.Match) -> str:
+        token = m.group(0)
+        if _PATH.match(token) or "<" in token:
+            return token
+        return prose(re.sub(r"\\([\\`*_\[\]<>$|])", r"\1", token))
+
+    parts = _PROTECTED.split(text)
+    return "".join(part if i % 2 else _SCRIPTED_WORD.sub(word, part) for i, part in enumerate(parts))
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -339,7 +347,7 @@ def _markdown_it(figures_dir: Path):
     md = (MarkdownIt("commonmark", {"html": True})  # the typeset formulas and <sub>/<sup> are HTML
           .enable("table")
           .use(footnote_plugin)
-          .use(anchors_plugin, min_level=2, max_level=2, slug_func=_slug)
+          .use(anchors_plugin, min_level=2, max_level=3, slug_func=_slug)
           .use(dollarmath_plugin, allow_space=True, allow_digits=False, double_inline=True,
                renderer=lambda content, opts: render_math(content, opts.get("display_mode", False))))
 

@@ -41,7 +41,7 @@ SUPER_WORDS = {"plus": "+", "minus": "−", "star": "*", "dag": "†"}
 ACCENTS = {"bar": "\u0304", "hat": "\u0302", "tilde": "\u0303", "dot": "\u0307"}
 
 SUBSCRIPT = dict(zip("0123456789+−=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
-SUPERSCRIPT = dict(zip("0123456789+−=()inT*†", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿᵀ*†"))
+SUPERSCRIPT = dict(zip("0123456789+−=()in*†", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿ*†"))  # no ᵀ: it reads as a transpose
 
 MINUS = "−"
 WHERE_MIN = 28  # a repeated subexpression at least this long when printed becomes a named definition
@@ -400,9 +400,11 @@ def typeset(expr, caption: str = "") -> Formula:
 
 # ----------------------------------------------------------------------------- prose
 _PROSE = re.compile(
-    r"(?<![\w\\])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![\w{])"   # W_VO, Pi_plus, value_scale
-    r"|(?P<base>[A-Za-zΑ-Ωα-ωℓ1][\u0300-\u036f′]*|\))"                          # θ_ℓ, x̄_{b−1}, x**2, (…)^2
-    r"(?:_(?P<low>\{[^{}]+\}|[A-Za-z0-9ℓ]+)|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?[A-Za-z0-9.]+))")
+    r"(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
+    r"|(?<![\w\\])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(])"     # W_VO, Pi_plus, value_scale
+    r"|(?P<base>(?<![\w\\])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|\))"  # θ_ℓ, g*_norm, max_(…), (…)^2
+    r"(?:_(?P<low>\{[^{}]+\}|\([^()]+\)|[A-Za-z0-9ℓΑ-Ωα-ω]+)"                                # x̄_{b−1}, Σ_(j≤0), P_λ
+    r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?[^\W_]+(?:\.\d+)?))")      # x**2, 4^T, ε^(k+1)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 
 
@@ -418,13 +420,17 @@ def _is_symbol(ident: str) -> bool:
 
 def prose(text, escape=_md) -> str:
     """Ledger text as markdown: ``A_B`` set as a subscript, ``x**2``/``x^2`` as a superscript, a
-    parameter name (``value_scale``) as code; everything else literal (markdown characters escaped;
+    parameter name (``value_scale``) as code, a list of names (``['W1', 'alpha']``) as the names
+    (W₁, α); everything else literal (markdown characters escaped;
     ``escape=html.escape`` for HTML)."""
     text = str(text)
     out, last = [], 0
     for m in _PROSE.finditer(text):
         out.append(escape(text[last:m.start()]))
         last = m.end()
+        if m.group("names"):
+            out.append(", ".join(symbol_name(n) for n in re.findall(r"'([^']*)'", m.group("names"))))
+            continue
         if m.group("ident"):
             ident = m.group("ident")
             if _is_symbol(ident):
@@ -433,7 +439,7 @@ def prose(text, escape=_md) -> str:
                 out.append(f"<code>{html.escape(ident)}</code>" if escape is not _md else f"`{ident}`")
             continue
         script = (m.group("low") or m.group("high")).strip("{}")
-        if m.group("high") and script.startswith("(") and script.endswith(")"):
+        if script.startswith("(") and script.endswith(")"):
             script = script[1:-1]
         script = html.escape(script.replace("-", MINUS))
         out.append(escape(m.group("base")) + (sub(script) if m.group("low") else sup(script)))
