@@ -267,7 +267,7 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
     return _number_figures(_scripts("\n".join(lines) + "\n"))
 
 
-_PROTECTED = re.compile(r"(^```.*?^```$|^<.*?$|`[^`\n]*`|\]\([^)\n]*\))", re.S | re.M)
+_PROTECTED = re.compile(r"(^```.*?^```$|^<.*?$|`[^`\n]*`|!\[[^\]\n]*\]\([^)\n]*\)|\]\([^)\n]*\))", re.S | re.M)
 _SCRIPTED_WORD = re.compile(r"[^\s`]*(?:_|\^)[^\s`]*")
 _PATH = re.compile(r"^[\w./-]+\.(?:py|md|json|png|pdf|txt|toml)\W*$")
 

@@ -190,7 +190,7 @@ def sweep_section(figures_dir: Path) -> list[str]:
              "the theory's predicted boundary drawn over it, failing cells marked.", ""]
     for img in images:
         write_bytes(figures_dir / "sweeps" / img.name, img.read_bytes())
-        lines += [f"![{img.stem}](figures/sweeps/{img.name})", ""]
+        lines += [f"![{img.stem.replace('_', ' ')}](figures/sweeps/{img.name})", ""]
     return lines
 
 

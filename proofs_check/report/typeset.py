@@ -402,9 +402,10 @@ def typeset(expr, caption: str = "") -> Formula:
 _PROSE = re.compile(
     r"(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
     r"|(?<![\w\\])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(])"     # W_VO, Pi_plus, value_scale
-    r"|(?P<base>(?<![\w\\])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|\))"  # θ_ℓ, g*_norm, max_(…), (…)^2
+    r"(?:(?:\*\*|\^)(?P<power>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+|[^\W\d_])))?"                     # A_c^2
+    r"|(?P<base>(?<![\w\\])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
     r"(?:_(?P<low>\{[^{}]+\}|\([^()]+\)|[A-Za-z0-9ℓΑ-Ωα-ω]+)"                                # x̄_{b−1}, Σ_(j≤0), P_λ
-    r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?[^\W_]+(?:\.\d+)?))")      # x**2, 4^T, ε^(k+1)
+    r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+(?:\.\d+)?|[^\W\d_])))")  # 2, T, (k+1)      # x**2, 4^T, ε^(k+1)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 
 
@@ -437,6 +438,8 @@ def prose(text, escape=_md) -> str:
                 out.append(symbol_name(ident))
             else:
                 out.append(f"<code>{html.escape(ident)}</code>" if escape is not _md else f"`{ident}`")
+            if m.group("power"):
+                out.append(sup(html.escape(m.group("power").strip("{}").removeprefix("(").removesuffix(")"))))
             continue
         script = (m.group("low") or m.group("high")).strip("{}")
         if script.startswith("(") and script.endswith(")"):
