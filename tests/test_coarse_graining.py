@@ -245,7 +245,7 @@ def test_generated_functions_move_the_numbers(monkeypatch, unperturbed, claim_id
 def test_3_1_bound_non_vacuous_on_five_stacks():
     """The ledger's stacks exercise the bound where it says something: ρ̃ < 1 and bound < L on ≥ 5."""
     from proofs_check.claims.coarse_graining.saturation_depth import specs_3_1
-    from proofs_check.claims.on_stack import evaluate
+    from proofs_check.claims.registry import evaluate
 
     ctx = CheckContext()
     verdicts = [evaluate("3.1", s, ctx) for s in specs_3_1("preln", ctx)]
@@ -260,7 +260,7 @@ def test_3_1_bound_non_vacuous_on_five_stacks():
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports under the documented keys."""
     from numerics.spec import StackSpec
-    from proofs_check.claims.on_stack import evaluate
+    from proofs_check.claims.registry import evaluate
 
     spec = StackSpec(heads=2, seed=1, **spec_kw)
     v = evaluate("3.1", spec, CheckContext())

@@ -66,7 +66,8 @@ from proofs_check.claims.depth_flow import euler_scheme  # noqa: E402
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.registry import load_checks
 from proofs_check.runners.ledger import run_claim# noqa: E402
-from proofs_check.claims.on_stack import evaluate, matrix_spec  # noqa: E402
+from proofs_check.claims.on_stack import matrix_spec  # noqa: E402
+from proofs_check.claims.registry import evaluate  # noqa: E402
 
 
 def test_error_constant_matches_richardson():

@@ -15,7 +15,7 @@ from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.registry import load_checks
 from proofs_check.runners.ledger import run_claim
-from proofs_check.claims.on_stack import evaluate
+from proofs_check.claims.registry import evaluate
 
 EPS = 2.0**-52
 

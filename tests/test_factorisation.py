@@ -129,7 +129,7 @@ import numerics.generated.factorisation as gen_f  # noqa: E402
 from proofs_check.claims.evidence import CheckContext
 from proofs_check.claims.registry import load_checks
 from proofs_check.runners.ledger import run_claim# noqa: E402
-from proofs_check.claims.on_stack import evaluate  # noqa: E402
+from proofs_check.claims.registry import evaluate  # noqa: E402
 
 DECLARED = [("2.1", "G_layer"), ("2.1", "B_layer"), ("2.1", "C_layer"), ("2.1", "ln_jacobian"),
             ("2.3", "G_layer_coefficient_0"), ("2.3", "G_layer_coefficient_1")]

@@ -11,7 +11,7 @@ from numerics import stability as ns
 from numerics.spec import StackSpec
 from proofs_check.claims import gate_bounds as chk
 from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.on_stack import evaluate
+from proofs_check.claims.registry import evaluate
 
 U = 2.0**-53
 
