@@ -62,6 +62,7 @@ def test_print_numbers_and_constants(expr, expected):
     (sp.log(x) / 2, "log(x)/2"), (x * sp.Symbol("W_VO"), "W<sub>VO</sub> x"),
     (sp.sqrt(x), "√x"), (sp.sqrt(x + 1), "√(x + 1)"), (x ** 2, "x²"),                # _print_Pow
     (x ** (a - 1), "x<sup>a − 1</sup>"), (1 / sp.sqrt(x), "1/√x"), ((x + 1) ** -2, "1/(x + 1)²"),
+    (1 / (1 - sp.Symbol("lam")), "1/(1 − λ)"), (sp.Pow(x * y, -1, evaluate=False), "1/(xy)"),
     (sp.Symbol("sigma2") ** 2, "(σ²)²"), (sp.tanh(x) ** 2, "tanh²(x)"),
     (sp.exp(-x), "e<sup>−x</sup>"), (sp.ceiling(x / y), "⌈x/y⌉"), (sp.floor(x), "⌊x⌋"),  # functions
     (sp.Abs(x), "|x|"), (sp.loggamma(x + 1), "log Γ(x + 1)"), (sp.erf(x), "erf(x)"),
@@ -121,7 +122,10 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),
     ("h * k", "h · k"),
     ("Pi_plus and decay 2, ln_gain 0.2", "Π⁺ and decay 2, `ln_gain` 0.2"),  # a parameter name is code
-    ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>")])
+    ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>"),
+    ("-lam*x**2*(lam - 1)/2 and g*_norm", "-lam·x²·(lam - 1)/2 and g\\*<sub>norm</sub>"),
+    ("see out/cache/trained_stacks/x and (numerics/saturation_quotient.py)",
+     "see out/cache/trained\\_stacks/x and (numerics/saturation\\_quotient.py)")])
 def test_prose(text, expected):
     assert prose(text) == expected
 

@@ -219,6 +219,9 @@ class FormulaPrinter(StrPrinter):
             inner = self._print(base)
             return f"√{inner}" if base.is_Atom else f"√({inner})"
         if exp.is_negative:
+            if exp == -1:
+                return "1/" + self._factor(base) if not isinstance(base, (sympy.Mul, sympy.Pow)) else \
+                    f"1/({self._print(base)})"
             return f"1/{self._print(sympy.Pow(base, -exp))}"
         if isinstance(base, sympy.Function) and exp.is_Integer and exp > 0 and len(base.args) == 1:
             return f"{self._fname(base)}{sup(str(exp))}({self._print(base.args[0])})"
@@ -401,12 +404,13 @@ def typeset(expr, caption: str = "") -> Formula:
 # ----------------------------------------------------------------------------- prose
 _PROSE = re.compile(
     r"(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
-    r"|(?<![\w\\])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(])"     # W_VO, Pi_plus, value_scale
+    r"|(?<![\w\\/])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(/])"   # W_VO, Pi_plus, value_scale
     r"(?:(?:\*\*|\^)(?P<power>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+|[^\W\d_])))?"                     # A_c^2
-    r"|(?P<base>(?<![\w\\])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
+    r"|(?P<base>(?<![\w\\/])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
     r"(?:_(?P<low>\{[^{}]+\}|\([^()]+\)|[A-Za-z0-9ℓΑ-Ωα-ω]+)"                                # x̄_{b−1}, Σ_(j≤0), P_λ
     r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+(?:\.\d+)?|[^\W\d_])))")  # 2, T, (k+1)      # x**2, 4^T, ε^(k+1)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
+_TIMES = re.compile(r"(?:(?<=[^\W_])|(?<=\)))\*(?=[^\W_]|\()")  # Python's a*b between operands: a·b (not g*, g*_norm or **)
 
 
 def _md(text: str) -> str:
@@ -424,7 +428,7 @@ def prose(text, escape=_md) -> str:
     parameter name (``value_scale``) as code, a list of names (``['W1', 'alpha']``) as the names
     (W₁, α); everything else literal (markdown characters escaped;
     ``escape=html.escape`` for HTML)."""
-    text = str(text)
+    text = _TIMES.sub("·", str(text))
     out, last = [], 0
     for m in _PROSE.finditer(text):
         out.append(escape(text[last:m.start()]))
