@@ -55,12 +55,13 @@ def load_figures() -> dict[str, Figure]:
 REPORT_WIDTH_PX = 1100  # the report's text column: a wider figure is shown scaled down to it
 MIN_TEXT_PX = 11  # the smallest text a reader should meet at report width
 _SUBSCRIPT = re.compile(r"(?<=[^\s$_])_(\{[^{}$]+\}|[A-Za-z0-9ℓ]+)")
+_SUPERSCRIPT = re.compile(r"(?<=[^\s$^])\^(\{[^{}$]+\}|[-−]?[A-Za-z0-9]+)")
 
 
 def _readable(fig) -> None:
     """Titles, axis labels and tick labels legible at report width (at least ``MIN_TEXT_PX`` once the
     figure is scaled to the report's column; legends keep their size, so they cover no more data), and
-    ``a_b`` in a plain label drawn as a subscript (mathtext), never as ``_b``."""
+    ``a_b``/``a^b`` in a plain label drawn as a sub/superscript (mathtext), never as ``_b``/``^b``."""
     from matplotlib.text import Text
 
     floor_pt = max(8.0, MIN_TEXT_PX * 72 * fig.get_size_inches()[0] / REPORT_WIDTH_PX)
@@ -76,8 +77,9 @@ def _readable(fig) -> None:
             text.set_fontsize(floor_pt)
     for text in fig.findobj(Text):
         label = text.get_text()
-        if "_" in label and "$" not in label:
-            text.set_text(_SUBSCRIPT.sub(lambda m: "$_{" + m.group(1).strip("{}") + "}$", label))
+        if ("_" in label or "^" in label) and "$" not in label:
+            label = _SUBSCRIPT.sub(lambda m: "$_{" + m.group(1).strip("{}") + "}$", label)
+            text.set_text(_SUPERSCRIPT.sub(lambda m: "$^{" + m.group(1).strip("{}") + "}$", label))
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:

@@ -80,6 +80,7 @@ def render_coarse_graining_residual(ctx, out_dir):
     ax2.set_title("(b) two-sided: ‖J − QJQ‖ / ‖J‖", fontsize=10)
     for ax in (ax1, ax2):
         ax.set_xlabel("depth (layers in the product)")
+        ax.set_ylabel("relative residual")
         ax.legend(fontsize=7)
     fig.suptitle("Claim 3.2: block coarse-graining, T = 8, P = 4, d = 8 (c: W_VO ≈ c·I + noise)")
     return save(fig, out_dir, "coarse_graining_residual")

@@ -56,7 +56,7 @@ def render_depth_clock(ctx, out_dir):
            title="(a) random stacks, c = 20: r vs the clock")
     dense_log(ax.xaxis)
     dense_log(ax.yaxis)
-    ax.legend(fontsize=6, **below)
+    ax.legend(fontsize=8, **below)
     # (b) the residual after ℓ* along θ(η): slope 1
     ax = axes[1]
     for kernel, col in (("causal", "tab:blue"), ("full", "tab:red")):
@@ -72,7 +72,7 @@ def render_depth_clock(ctx, out_dir):
         ax.loglog(etas, [res[0] * e / etas[0] for e in etas], ":", color=col, lw=0.8)
     ax.set(xlabel="η (0: ideal value path, 1: the drawn stack)", ylabel="max_{ℓ≥ℓ*} |log r − log r̂|",
            title="(b) residual after ℓ*: O(η), slope 1 (dotted)")
-    ax.legend(fontsize=7, **below)
+    ax.legend(fontsize=8, **below)
     # (c) real trajectories: distance from the coarse manifold vs the clock's matrix form
     ax = axes[2]
     for kernel, col in (("causal", "tab:blue"), ("full", "tab:red")):
@@ -93,7 +93,7 @@ def render_depth_clock(ctx, out_dir):
     ax.set(yscale="log", xlabel="layer ℓ", ylabel="s_ℓ / s_0 = distance from {1yᵀ}, relative",
            title="(c) real inputs: measured (marks) vs Π q_m(A) (lines)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=6, **below)
+    ax.legend(fontsize=8, **below)
     # (d) control: the gap closes with the ALiBi slope m; r_L(λ₂) vs τ
     ax = axes[3]
     ms = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0]
@@ -113,7 +113,7 @@ def render_depth_clock(ctx, out_dir):
     ax2.set_ylabel("ε = 1/(1 − λ₂)", color="tab:gray")
     dense_log(ax2.yaxis)
     ax.set(xlabel="ALiBi slope m (λ₂ = 1/(1 + e^−m))", ylabel="r_L(λ₂)", title="(d) control: the gap closes, no ℓ*")
-    ax.legend(fontsize=7, **below)
+    ax.legend(fontsize=8, **below)
     fig.suptitle(f"Claim 6.4: the depth clock (T = 6, d = {d}, {L} layers, W_VO ≈ 20·I + noise); ε = 1/(1 − λ₂) = "
                  f"{1 / (1 - 0.5):g} (causal), 1 (full)")
     fig.tight_layout()
