@@ -9,7 +9,7 @@ claims' statuses.  Passes (exit 0) when both commands exit 0, no claim fails, an
 within the budget: ≤ ``--budget-seconds`` wall (600) and ≤ ``--budget-gib`` peak RSS (8).  The wall
 budget is an idle-machine number: the JSON records the load, so a run on a loaded machine reads as one.
 
-    nice -n 10 python -m benchmarks.hf_gpt2_small --json docs/scale/hf-gpt2-small.json
+    nice -n 10 python -m benchmarks.hf_gpt2_small --json out/hf-gpt2-small.json
 
 ``--tiny`` runs the same script on a small config in seconds (``tests/test_hf_gpt2_small.py``).
 """
