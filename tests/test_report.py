@@ -125,7 +125,8 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>"),
     ("-lam*x**2*(lam - 1)/2 and g*_norm", "-lam·x²·(lam - 1)/2 and g\\*<sub>norm</sub>"),
     ("see out/cache/trained_stacks/x and (numerics/saturation_quotient.py)",
-     "see out/cache/trained\\_stacks/x and (numerics/saturation\\_quotient.py)")])
+     "see out/cache/trained\\_stacks/x and (numerics/saturation\\_quotient.py)"),
+    ("‖G_ℓ(λ)‖/σ_min(G)", "‖G<sub>ℓ</sub>(λ)‖/σ<sub>min</sub>(G)")])
 def test_prose(text, expected):
     assert prose(text) == expected
 

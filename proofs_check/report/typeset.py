@@ -403,10 +403,11 @@ def typeset(expr, caption: str = "") -> Formula:
 
 # ----------------------------------------------------------------------------- prose
 _PROSE = re.compile(
-    r"(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
+    r"(?P<path>(?<![\w/])[\w.-]+(?:/[\w.-]+)+\.(?:py|md|json|png|pdf|txt|toml))"              # a file path, as it is
+    r"|(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
     r"|(?<![\w\\/])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(/])"   # W_VO, Pi_plus, value_scale
     r"(?:(?:\*\*|\^)(?P<power>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+|[^\W\d_])))?"                     # A_c^2
-    r"|(?P<base>(?<![\w\\/])(?:[^\W_]+|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
+    r"|(?P<base>(?:(?<![\w\\/])[^\W_]+|(?<![\w\\])[^\W\d_A-Za-z]|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
     r"(?:_(?P<low>\{[^{}]+\}|\([^()]+\)|[A-Za-z0-9ℓΑ-Ωα-ω]+)"                                # x̄_{b−1}, Σ_(j≤0), P_λ
     r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+(?:\.\d+)?|[^\W\d_])))")  # 2, T, (k+1)      # x**2, 4^T, ε^(k+1)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
@@ -433,6 +434,9 @@ def prose(text, escape=_md) -> str:
     for m in _PROSE.finditer(text):
         out.append(escape(text[last:m.start()]))
         last = m.end()
+        if m.group("path"):
+            out.append(escape(m.group("path")))
+            continue
         if m.group("names"):
             out.append(", ".join(symbol_name(n) for n in re.findall(r"'([^']*)'", m.group("names"))))
             continue
