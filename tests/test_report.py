@@ -24,7 +24,8 @@ from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 
 from proofs_check.report import document as R
 from proofs_check.report.conditions import conditions_rows, grid_section
-from proofs_check.report.typeset import FormulaPrinter, prose, symbol_name, typeset
+from proofs_check.report.prose import prose
+from proofs_check.report.typeset import FormulaPrinter, symbol_name, typeset
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 LEFTOVER_MATH = re.compile(r"\$[^$\s][^$]*\$")  # a $…$ the page still shows as source

@@ -9,7 +9,7 @@ tolerances, shrunk counterexamples) stays in ``matrix.json`` beside the report.
 
 from __future__ import annotations
 
-from proofs_check.report.typeset import prose
+from proofs_check.report.prose import prose
 from proofs_check.tables import Markdown, bold, markdown_table
 
 ORDER = {"fails": 0, "conditional": 1, "n/a": 2}

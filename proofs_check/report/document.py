@@ -26,7 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from proofs_check.report.markdown import md_escape
-from proofs_check.report.typeset import Formula, prose, typeset
+from proofs_check.report.prose import prose
+from proofs_check.report.typeset import Formula, typeset
 from proofs_check.tables import Markdown, bold, markdown_table
 
 MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)

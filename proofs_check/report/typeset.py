@@ -11,9 +11,8 @@ markdown) draws.
 
 :func:`typeset` abbreviates a long expression first: a subexpression that occurs more than once
 and is long when printed becomes a name (``ξ₁``, ``Ξ₁`` for a matrix) defined in a *where* list,
-so the factorised Jacobians print in a few lines.  :func:`prose` sets ledger text (titles,
-statements, step names) as markdown with ``A_B`` as a subscript and ``x**2``/``x^2`` as a
-superscript, so no Python operator, caret or raw subscript reaches the page.
+so the factorised Jacobians print in a few lines.  Ledger text around the formulas is set by
+``proofs_check.report.prose``.
 """
 
 from __future__ import annotations
@@ -399,60 +398,3 @@ def typeset(expr, caption: str = "") -> Formula:
     where = [(printer.doprint(name), printer.doprint(body)) for name, body in defs]
     where += [(text.split(" = ", 1)[0], text.split(" = ", 1)[1] + ", entrywise") for _, text in printer.functions]
     return Formula(main, tuple(where), caption)
-
-
-# ----------------------------------------------------------------------------- prose
-_PROSE = re.compile(
-    r"(?P<path>(?<![\w/])[\w.-]+(?:/[\w.-]+)+\.(?:py|md|json|png|pdf|txt|toml))"              # a file path, as it is
-    r"|(?P<names>\[(?:'[^'\[\]]*'(?:, )?)+\])"                                    # ['W1', 'alpha']: a list of names
-    r"|(?<![\w\\/])(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)(?![A-Za-z0-9{(/])"   # W_VO, Pi_plus, value_scale
-    r"(?:(?:\*\*|\^)(?P<power>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+|[^\W\d_])))?"                     # A_c^2
-    r"|(?P<base>(?:(?<![\w\\/])[^\W_]+|(?<![\w\\])[^\W\d_A-Za-z]|[∂Σ∇])[\u0300-\u036f′⁻¹ᵀ]*(?:\*(?!\*))?|[)‖|])"  # θ_ℓ, g*_norm, max_(…), ‖A‖^m
-    r"(?:_(?P<low>\{[^{}]+\}|\([^()]+\)|[A-Za-z0-9ℓΑ-Ωα-ω]+)"                                # x̄_{b−1}, Σ_(j≤0), P_λ
-    r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+(?:\.\d+)?|[^\W\d_])))")  # 2, T, (k+1)      # x**2, 4^T, ε^(k+1)
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
-_TIMES = re.compile(r"(?:(?<=[^\W_])|(?<=\)))\*(?=[^\W_]|\()")  # Python's a*b between operands: a·b (not g*, g*_norm or **)
-
-
-def _md(text: str) -> str:
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
-
-def _is_symbol(ident: str) -> bool:
-    """``W_VO``, ``Pi_plus``, ``x_0``: a one-letter or Greek base with one subscript (not ``value_scale``)."""
-    base, *subs = ident.split("_")
-    return len(subs) == 1 and (len(base) == 1 or base in GREEK)
-
-
-def prose(text, escape=_md) -> str:
-    """Ledger text as markdown: ``A_B`` set as a subscript, ``x**2``/``x^2`` as a superscript, a
-    parameter name (``value_scale``) as code, a list of names (``['W1', 'alpha']``) as the names
-    (W₁, α); everything else literal (markdown characters escaped;
-    ``escape=html.escape`` for HTML)."""
-    text = _TIMES.sub("·", str(text))
-    out, last = [], 0
-    for m in _PROSE.finditer(text):
-        out.append(escape(text[last:m.start()]))
-        last = m.end()
-        if m.group("path"):
-            out.append(escape(m.group("path")))
-            continue
-        if m.group("names"):
-            out.append(", ".join(symbol_name(n) for n in re.findall(r"'([^']*)'", m.group("names"))))
-            continue
-        if m.group("ident"):
-            ident = m.group("ident")
-            if _is_symbol(ident):
-                out.append(symbol_name(ident))
-            else:
-                out.append(f"<code>{html.escape(ident)}</code>" if escape is not _md else f"`{ident}`")
-            if m.group("power"):
-                out.append(sup(html.escape(m.group("power").strip("{}").removeprefix("(").removesuffix(")"))))
-            continue
-        script = (m.group("low") or m.group("high")).strip("{}")
-        if script.startswith("(") and script.endswith(")"):
-            script = script[1:-1]
-        script = html.escape(script.replace("-", MINUS))
-        out.append(escape(m.group("base")) + (sub(script) if m.group("low") else sup(script)))
-    out.append(escape(text[last:]))
-    return "".join(out).replace(" \\* ", " · ").replace(" * ", " · ")
