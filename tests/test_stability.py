@@ -319,7 +319,7 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
     xs = ns._reference_states(stack, None)
     factor = torch.eye(8, dtype=torch.float64) + ns._mlp_stage_autograd(stack, xs)
     G_u = torch.linalg.solve(factor[:, None], G.reshape(6, 2, 8, 16))
-    omitted = torch.einsum("laij,lajc->laic", ns._mlp_operating_point_shift(stack, xs), G_u).reshape(6, 16, 16)
+    omitted = torch.einsum("laij,lajc->laic", ns._mlp_operating_point_shift(stack, xs, ns._Steps(len(stack.layers), None)), G_u).reshape(6, 16, 16)
     model_err = float((K - omitted - K_fd).abs().max()) / scale
     assert 1e-3 <= model_err <= 1e-1  # O(h) at h = 1/6
     assert abs(model_err - float(omitted.abs().max()) / scale) <= K_TOL + 1e-3 * model_err
@@ -364,7 +364,7 @@ def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
     from proofs_check.runners.ledger import run_claim
 
     monkeypatch.setattr(ns, "_mlp_operating_point_shift",
-                        lambda stack, xs: torch.zeros(len(stack.layers), 2, 8, 8, dtype=torch.float64))
+                        lambda stack, xs, step: torch.zeros(len(stack.layers), 2, 8, 8, dtype=torch.float64))
     v = evaluate_5_1(_contractive_spec(), CheckContext())
     assert v.status == "fails" and v.measured["K_route_error"] >= 1e3 * K_TOL
     assert v.counterexample == _contractive_spec().as_dict()
