@@ -256,8 +256,8 @@ def reproduce_scenario(out: Path) -> int:
     return reproduce(out, quick=True, device="cpu", allow_drift=True)
 
 
-_TIMINGS_MD = re.compile(r"## Timings\n.*?(?=\n## |\Z)", re.S)
-_TIMINGS_HTML = re.compile(r"<h2[^>]*>Timings</h2>.*?(?=<h2|\Z)", re.S)
+_TIMINGS_MD = re.compile(r"## (?:Appendix: )?[Tt]imings\n.*?(?=\n## |\Z)", re.S)
+_TIMINGS_HTML = re.compile(r"<h2[^>]*>(?:Appendix: )?[Tt]imings</h2>.*?(?=<h2|\Z)", re.S)
 
 
 def reproduce_outputs(out: Path) -> dict:

@@ -270,7 +270,7 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
 
 _PROTECTED = re.compile(r"(^```.*?^```$|^<.*?$|`[^`\n]*`|!\[[^\]\n]*\]\([^)\n]*\)|\]\([^)\n]*\))", re.S | re.M)
 _SCRIPTED_WORD = re.compile(r"[^\s`]*(?:_|\^)[^\s`]*")
-_PATH = re.compile(r"^[\w./-]+\.(?:py|md|json|png|pdf|txt|toml)\W*$")
+_PATH = re.compile(r"^(?:[\w.-]*/[\w./-]*|[\w./-]+\.(?:py|md|json|png|pdf|txt|toml))\W*$")  # a file or folder path
 
 
 def _scripts(text: str) -> str:
