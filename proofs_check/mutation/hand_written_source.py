@@ -160,7 +160,7 @@ CATALOGUE: tuple[SourceMutant, ...] = (
                "the matrix-free Jᵀ applies the kernel A where Aᵀ belongs", "claim numerics",
                path="numerics/matrix_free.py"),
     _mutant("scale-tolerance-sqrt", "    tol = run.gamma\n    # at 1x̄ᵀ + δN",
-               "    tol = math.sqrt(run.gamma)\n    # at 1x̄ᵀ + δN", ["2.4"],
+               "    tol = run.gamma ** 0.5\n    # at 1x̄ᵀ + δN", ["2.4"],
                "a scale tolerance derived at the wrong order: √γ instead of the rounding bound γ = n·u",
                "claim numerics", path="proofs_check/claims/factorisation/matrix_free.py", scale="toy"),
 )
