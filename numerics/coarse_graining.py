@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy
 import torch
 
 from numerics import kernels as K
@@ -41,6 +42,28 @@ def _null_space(M: torch.Tensor, k: int) -> torch.Tensor:
     return Vh[-k:].transpose(0, 1)
 
 
+def kernel_eigenvalues(A: torch.Tensor) -> torch.Tensor:
+    """Real parts of the eigenvalues of a frozen kernel A, unordered.
+
+    A triangular kernel (the causal one, zero above the diagonal by its mask) has its diagonal as
+    its spectrum, read exactly. Otherwise ``torch.linalg.eigvals``; where that LAPACK ``geev`` does
+    not converge (seen with MKL's AVX-512 code path on a T = 23 kernel whose eigenvalues cluster),
+    NumPy's ``eigvals`` (its own LAPACK build) on the same matrix, then on A + I with the shift
+    taken back (the QR iteration starts elsewhere; the spectrum moves by exactly 1, up to rounding)."""
+    if bool((A.triu(1) == 0).all()) or bool((A.tril(-1) == 0).all()):
+        return A.diagonal().clone()
+    try:
+        return torch.linalg.eigvals(A).real
+    except torch.linalg.LinAlgError:
+        pass
+    M = A.detach().cpu().numpy()
+    try:
+        ev = numpy.linalg.eigvals(M).real
+    except numpy.linalg.LinAlgError:
+        ev = numpy.linalg.eigvals(M + numpy.eye(M.shape[0], dtype=M.dtype)).real - 1.0
+    return torch.as_tensor(ev, dtype=A.dtype, device=A.device)
+
+
 def kernel_modes(A: torch.Tensor) -> tuple[list[Mode], float]:
     """Distinct eigenvalues of the frozen kernel A, persistent (λ = 1) first, and κ = cond(S).
 
@@ -48,7 +71,7 @@ def kernel_modes(A: torch.Tensor) -> tuple[list[Mode], float]:
     2-norm condition number (1 for the symmetric full kernel)."""
     T = A.shape[-1]
     eye = torch.eye(T, dtype=A.dtype, device=A.device)
-    ev = torch.linalg.eigvals(A).real.sort(descending=True).values.tolist()
+    ev = kernel_eigenvalues(A).sort(descending=True).values.tolist()
     groups: list[list[float]] = []
     for v in ev:
         if groups and abs(groups[-1][0] - v) < EIG_TOL:
@@ -218,6 +241,18 @@ class DenseModes:
     path_ratios: torch.Tensor       # (L,): ρ̃_ℓ from the per-layer blocks
 
 
+def _eig(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real parts of (eigenvalues, right eigenvectors) of A: ``torch.linalg.eig``, or NumPy's LAPACK
+    build where that does not converge (see :func:`kernel_eigenvalues`)."""
+    try:
+        lam, V = torch.linalg.eig(A)
+        return lam.real, V.real
+    except torch.linalg.LinAlgError:
+        lam, V = numpy.linalg.eig(A.detach().cpu().numpy())
+        as_t = lambda a: torch.as_tensor(a.real.copy(), dtype=A.dtype, device=A.device)  # noqa: E731
+        return as_t(lam), as_t(V)
+
+
 def eigen_pairs(A: torch.Tensor) -> list[tuple[float, torch.Tensor, torch.Tensor]]:
     """(λ, s, u) per distinct eigenvalue of A, descending, from ``torch.linalg.eig`` of A and of Aᵀ
     (not from ``kernel_modes``' null spaces): s the first right eigenvector of the group, u the
@@ -225,9 +260,8 @@ def eigen_pairs(A: torch.Tensor) -> list[tuple[float, torch.Tensor, torch.Tensor
 
     Then (uᵀ ⊗ I) J (s ⊗ I) = G(λ) for J = Σ_μ P_μ ⊗ G(μ), whichever vectors of a repeated λ are
     picked (uᵀP_μ s = δ_λμ uᵀs)."""
-    lam_r, S = torch.linalg.eig(A)
-    lam_l, U = torch.linalg.eig(A.mT)
-    lam_r, lam_l, S, U = lam_r.real, lam_l.real, S.real, U.real
+    lam_r, S = _eig(A)
+    lam_l, U = _eig(A.mT)
     pairs, seen = [], []
     for k in torch.argsort(lam_r, descending=True).tolist():
         lam = float(lam_r[k])

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, settings
 # No explain phase: it traces every line a failing case runs while shrinking (to report which lines
 # it covered); under xdist, after other tests, a traced shrink of a stack evaluation ran for minutes.
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
-settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True, print_blob=True,
+settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True, print_blob=True, database=None,
                           phases=PHASES, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("random", max_examples=25, deadline=None, derandomize=False, print_blob=True,
                           phases=PHASES, suppress_health_check=[HealthCheck.too_slow])

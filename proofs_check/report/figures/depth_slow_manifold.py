@@ -7,6 +7,7 @@ from numerics import depth_slow_manifold as nds
 from numerics.stack import random_stack, random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.report.figures import figure, save
+from proofs_check.report.figures.coarse_graining import eigenvalue_label
 
 
 def _trained_panel(ctx):
@@ -48,7 +49,7 @@ def render_depth_clock(ctx, out_dir):
         x = (nds.reference_spread(stack, xbar)[1:] / nds.reference_spread(stack, xbar)[0]).numpy()
         for k in range(min(2, len(lams))):
             col = colours[k] if kernel == "causal" else "tab:red"
-            ax.plot(x, r[:, k].numpy(), marker, ms=3, color=col, label=f"{kernel}, λ = {lams[k]:.2g}: measured")
+            ax.plot(x, r[:, k].numpy(), marker, ms=3, color=col, label=f"{kernel}, λ = {eigenvalue_label(lams[k])}: measured")
             ax.plot(x, rhat[:, k].numpy(), "-", lw=1, color=col, label=f"clock Π q(λ), exponent −{1 - lams[k]:.2g}")
             ax.plot(x, rpow[:, k].numpy(), ":", lw=1, color=col)
     ax.axhline(chk.TAU, color="k", ls=":", lw=0.8)
