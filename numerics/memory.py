@@ -13,10 +13,19 @@ runs the gate certificate (``numerics.stability.gate_certificate``) unless told 
 every estimate to within 2× of the measured peak resident set (forward: three sizes;
 certificate: four, each dominated by another term).
 
-``check_fits`` refuses an estimate above the available memory (``psutil``) or a limit.
+``check_fits`` refuses an estimate above a ``--max-memory`` limit or above the memory this process
+can still get, :func:`memory_limits`: the least of the host's available memory (``psutil``), what the
+cgroup's memory limit leaves (v2 ``memory.max``, v1 ``memory.limit_in_bytes``, at the process's
+cgroup and every ancestor, less their usage net of reclaimable page cache), what ``RLIMIT_AS`` and
+``RLIMIT_DATA`` leave above the process's current address space and data segment, and, for a CUDA
+device, the device's free memory.  The refusal names the limit that binds.
 """
 
 from __future__ import annotations
+
+import resource
+import sys
+from pathlib import Path
 
 import torch
 
@@ -110,11 +119,109 @@ def run_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *, 
     return int(peak)
 
 
-def available_bytes() -> int:
-    """Memory the system can give this process now without swapping (psutil)."""
+#: where the cgroup file systems and this process's cgroup membership are read (tests point them elsewhere)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+#: a cgroup v1 limit at or above this is the kernel's "no limit" (PAGE_COUNTER_MAX pages)
+_NO_LIMIT = 2**60
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None  # "max" (v2 without a limit) and junk read as None
+
+
+def _inactive_file(folder: Path) -> int:
+    """Page cache the kernel reclaims before it kills (``inactive_file`` of ``memory.stat``)."""
+    try:
+        for line in (folder / "memory.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key in ("inactive_file", "total_inactive_file") and value.strip().isdigit():
+                return int(value)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return 0
+
+
+def _cgroup_folders() -> list[tuple[Path, str, str]]:
+    """(folder, limit file, usage file) of this process's memory cgroup and its ancestors, v2 and v1."""
+    try:
+        lines = PROC_CGROUP.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, where = parts
+        if controllers == "":
+            base, files = CGROUP_ROOT, ("memory.max", "memory.current")
+            if not (base / "cgroup.controllers").exists() and (base / "unified").is_dir():
+                base = base / "unified"
+        elif "memory" in controllers.split(","):
+            base, files = CGROUP_ROOT / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        rel = Path(where.strip() or "/").relative_to("/") if where.startswith("/") else Path(where)
+        chain = [rel, *rel.parents] if str(rel) not in ("", ".") else [Path(".")]
+        for part in chain:
+            out.append((base / part, *files))
+    return out
+
+
+def cgroup_headroom() -> tuple[int, str] | None:
+    """(bytes, limit file) the tightest cgroup memory limit still leaves, or None without one."""
+    best = None
+    for folder, limit_file, usage_file in _cgroup_folders():
+        limit = _read_int(folder / limit_file)
+        if limit is None or limit >= _NO_LIMIT:
+            continue
+        usage = _read_int(folder / usage_file) or 0
+        left = max(0, limit - max(0, usage - _inactive_file(folder)))
+        if best is None or left < best[0]:
+            best = (left, str(folder / limit_file))
+    return best
+
+
+def _rlimit_headroom() -> list[tuple[int, str]]:
+    """What RLIMIT_AS and RLIMIT_DATA leave above the current address space and data segment."""
     import psutil
 
-    return int(psutil.virtual_memory().available)
+    info = None
+    out = []
+    for name, used_field in (("RLIMIT_AS", "vms"), ("RLIMIT_DATA", "data")):
+        soft = resource.getrlimit(getattr(resource, name))[0]
+        if soft == resource.RLIM_INFINITY:
+            continue
+        info = info or psutil.Process().memory_info()
+        out.append((max(0, soft - getattr(info, used_field, 0)), f"{name} (ulimit, {human(soft)})"))
+    return out
+
+
+def memory_limits(device: str | None = None) -> list[tuple[int, str]]:
+    """Every limit on the memory this process can still get: (bytes left, what sets it)."""
+    import psutil
+
+    limits = [(int(psutil.virtual_memory().available), "available host memory")]
+    cgroup = cgroup_headroom()
+    if cgroup is not None:
+        limits.append((cgroup[0], f"cgroup memory limit ({cgroup[1]})"))
+    limits.extend(_rlimit_headroom())
+    if device is not None and str(device).startswith("cuda") and "torch" in sys.modules:
+        if torch.cuda.is_available():
+            free, _ = torch.cuda.mem_get_info(torch.device(device))
+            limits.append((int(free), f"free memory of {device}"))
+    return limits
+
+
+def available_bytes(device: str | None = None) -> int:
+    """Memory this process can get now without swapping or being killed: the least of
+    :func:`memory_limits`."""
+    return min(left for left, _ in memory_limits(device))
 
 
 def human(n: float) -> str:
@@ -125,12 +232,13 @@ def human(n: float) -> str:
     return f"{n:.3g} PiB"  # pragma: no cover
 
 
-def check_fits(estimate: int, limit: int | None = None, what: str = "the run") -> None:
-    """Raise ValueError when ``estimate`` exceeds ``limit`` (``--max-memory``) or the available memory."""
+def check_fits(estimate: int, limit: int | None = None, what: str = "the run", device: str | None = None) -> None:
+    """Raise ValueError when ``estimate`` exceeds ``limit`` (``--max-memory``) or the memory this process
+    can get (:func:`memory_limits`; the message names the binding limit)."""
     if limit is not None and estimate > limit:
         raise ValueError(f"max_memory={limit}: {what} needs an estimated {human(estimate)}, more than the "
                          f"limit of {human(limit)} (reduce T, layers, d or heads)")
-    available = available_bytes()
+    available, source = min(memory_limits(device))
     if estimate > available:
         raise ValueError(f"{what} needs an estimated {human(estimate)}, more than the {human(available)} "
-                         "of memory available (reduce T, layers, d or heads)")
+                         f"of memory available (the {source} binds; reduce T, layers, d or heads)")

@@ -145,14 +145,14 @@ def validate_simulate(**kwargs) -> SimulateParams:
     if certificate and estimate > simulate_bytes(params.T, params.d, params.layers, params.heads, params.P,
                                                  batch=params.batch, mlp_ratio=params.mlp_ratio, dtype=params.dtype):
         what += " (its gate certificate on n·d = (T/P)·d slow modes dominates; --no-certificate skips it)"
-    check_fits(estimate, limit=params.max_memory, what=what)
+    check_fits(estimate, limit=params.max_memory, what=what, device=params.device)
     return params
 
 
 # -- check -------------------------------------------------------------------------------
 def validate_claims(ids) -> list[str] | None:
     """Claim ids, duplicates dropped in order; unknown ids listed in one error; None = all."""
-    from proofs_check.claims.ids import CLAIM_IDS
+    from proofs_check.verdicts.ids import CLAIM_IDS
 
     if ids is None:
         return None
