@@ -84,7 +84,7 @@ def check_times(claim_ids: list[str] | None, device: str) -> dict:
 
 def quick_claims() -> list[str]:
     """The first claim of each family, in docs/theory.md order."""
-    from proofs_check.claims.registry import CLAIM_IDS
+    from proofs_check.verdicts.registry import CLAIM_IDS
 
     first: dict[str, str] = {}
     for cid, family in CLAIM_IDS.items():

@@ -65,14 +65,14 @@ def _timed_sweep(client, spec, workers: int, device: str) -> dict:
 
 
 def run(quick: bool, device: str) -> dict:
-    from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import evaluate, load_checks, on_stack_claims
+    from proofs_check.verdicts.evidence import CheckContext
+    from proofs_check.verdicts.registry import evaluate, load_checks, on_stack_claims
     from proofs_check.sweep.grid import expand
     from proofs_check.sweep.run import connect
 
     load_checks()
     if CLAIM not in on_stack_claims():
-        raise RuntimeError(f"claim {CLAIM} has no on-stack form registered (proofs_check.claims.registry.on_stack)")
+        raise RuntimeError(f"claim {CLAIM} has no on-stack form registered (proofs_check.verdicts.registry.on_stack)")
     load_before = os.getloadavg()[0]
     n = QUICK_STACKS if quick else STACKS
     spec = _spec(n)

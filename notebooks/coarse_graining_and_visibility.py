@@ -30,7 +30,7 @@ from numerics import coarse_graining as cg  # noqa: E402
 from numerics import visibility as nv  # noqa: E402
 from numerics.fitting import loglog_fit  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
-from proofs_check.claims.evidence import CheckContext# noqa: E402
+from proofs_check.verdicts.evidence import CheckContext# noqa: E402
 from theory import coarse_graining as thc  # noqa: E402
 from theory import visibility as thv  # noqa: E402
 

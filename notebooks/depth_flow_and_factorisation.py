@@ -31,7 +31,7 @@ from numerics.stack import random_xbar
 from numerics import random_stack
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form
 from proofs_check.report.figures import render
-from proofs_check.claims.evidence import CheckContext
+from proofs_check.verdicts.evidence import CheckContext
 
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"

@@ -93,7 +93,7 @@ print(cost.flop_comparison(256, 16, 32, 4))
 
 # %%
 from proofs_check.report.figures import render  # noqa: E402
-from proofs_check.claims.evidence import CheckContext# noqa: E402
+from proofs_check.verdicts.evidence import CheckContext# noqa: E402
 
 names = ["slow_manifold_trajectories", "stationary_distribution", "slow_path_cost"]
 if not SMOKE:

@@ -30,7 +30,7 @@ from theory import stability as th  # noqa: E402
 from numerics import random_stack  # noqa: E402
 from numerics import stability as ns  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
-from proofs_check.claims.evidence import CheckContext# noqa: E402
+from proofs_check.verdicts.evidence import CheckContext# noqa: E402
 
 ctx = CheckContext(quick=True)
 

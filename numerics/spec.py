@@ -1,7 +1,7 @@
 """Stack sources: a :class:`StackSpec` names one stack, and ``build()`` makes it.
 
 Every claim that is a statement about a stack is checked as a function of specs
-(``proofs_check.claims.on_stack``).  The ledger, the claims × architectures matrix, the scale
+(``proofs_check.verdicts.on_stack``).  The ledger, the claims × architectures matrix, the scale
 presets, the sweeps and trained checkpoints differ only in the specs they hand over.
 
 A spec is a frozen value: the architecture, the sizes, the ``random_stack`` knobs, the

@@ -14,7 +14,7 @@ import pytest
 
 from numerics import checkpoint as ck
 from proofs_check.cli import main as _main
-from proofs_check.claims.registry import CLAIMS, DENSE_FEATURES, homogeneous_reference, load_checks, on_stack_claims
+from proofs_check.verdicts.registry import CLAIMS, DENSE_FEATURES, homogeneous_reference, load_checks, on_stack_claims
 
 load_checks()
 HOMOGENEOUS = sorted(homogeneous_reference())

@@ -1,5 +1,5 @@
 """docs/ARCHITECTURE.md's recipe for a new claim: one module registering it on the one ``Claim`` object
-(``proofs_check.claims.registry``) — its theory's id, the ledger check, the on-stack ``evaluate`` with its
+(``proofs_check.verdicts.registry``) — its theory's id, the ledger check, the on-stack ``evaluate`` with its
 specs and not-applicable reasons, and the matrix-free form — is enough for every consumer to run it.
 
 A throwaway claim, registered inside the test and removed after it, runs in the ledger (``run_claim``), the
@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from numerics.stack import random_xbar
-from proofs_check.claims import registry
-from proofs_check.claims.evidence import CheckContext, ClaimResult, ControlResult, NumericResult
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.on_stack import Verdict, matrix_spec, reference_spread
+from proofs_check.verdicts import registry
+from proofs_check.verdicts.evidence import CheckContext, ClaimResult, ControlResult, NumericResult
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.on_stack import Verdict, matrix_spec, reference_spread
 
 ID, FAMILY = "9.1", "toy_recipe"
 DELTA = 1e-3
@@ -101,7 +101,7 @@ def test_the_grid_runs_it_and_says_where_it_does_not_apply(toy):
 
 
 def test_check_scale_runs_its_matrix_free_form_and_skips_with_a_reason(toy, monkeypatch):
-    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.verdicts.scale_run import ScaleRun
     from proofs_check.runners.scale import run_scale_claim
 
     entry = run_scale_claim(ID, ScaleRun("toy"))

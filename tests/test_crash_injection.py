@@ -161,7 +161,7 @@ CLAIM = "crash-toy"
 
 
 def _toy(spec, ctx):
-    from proofs_check.claims import on_stack
+    from proofs_check.verdicts import on_stack
     x = spec.layers * spec.knob("value_scale", 0.0)
     return on_stack.Verdict(CLAIM, "holds" if x < 3 else "fails", measured={"x": x}, error=x, tolerance=3.0)
 
@@ -171,7 +171,7 @@ def sweep_scenario(out: Path) -> int:
 
     import distributed
 
-    from proofs_check.claims import registry
+    from proofs_check.verdicts import registry
     from proofs_check.cli import main
     from proofs_check.sweep import run as sweep_run
 
@@ -286,7 +286,7 @@ def test_reproduce_survives_a_crash_at_every_write(tmp_path):
     import proofs_check.runners.grid  # noqa: F401
     import proofs_check.report.document  # noqa: F401
     import proofs_check.report.reproduce  # noqa: F401
-    import proofs_check.claims.standing  # noqa: F401
+    import proofs_check.verdicts.standing  # noqa: F401
     import proofs_check.experiments.text_experiment
 
     CANNED["png"] = _warm_matplotlib()

@@ -9,8 +9,8 @@ from numerics import depth_slow_manifold as nds
 from numerics.spec import StackSpec
 from numerics.stack import random_stack, random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
-from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.registry import evaluate
+from proofs_check.verdicts.evidence import CheckContext
+from proofs_check.verdicts.registry import evaluate
 
 EPS = 2.0**-52
 

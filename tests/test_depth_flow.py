@@ -63,11 +63,11 @@ def test_bad_rtol():
 import numerics.generated.depth_flow as gen_df  # noqa: E402
 from numerics.stack import Layer  # noqa: E402
 from proofs_check.claims.depth_flow import euler_scheme  # noqa: E402
-from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.registry import load_checks
+from proofs_check.verdicts.evidence import CheckContext
+from proofs_check.verdicts.registry import load_checks
 from proofs_check.runners.ledger import run_claim# noqa: E402
-from proofs_check.claims.on_stack import matrix_spec  # noqa: E402
-from proofs_check.claims.registry import evaluate  # noqa: E402
+from proofs_check.verdicts.on_stack import matrix_spec  # noqa: E402
+from proofs_check.verdicts.registry import evaluate  # noqa: E402
 
 
 def test_error_constant_matches_richardson():

@@ -269,7 +269,7 @@ def test_ledger_7_2_catches_a_wrong_gated_risk(monkeypatch):
     at ρ = 0.9, g = 1 that is ≈ 1.8, hundreds of SE at 40 000 sequences, so the check must fail
     with an error of at least that size in MC_Z·SE units (predicted, not merely 'differs')."""
     from proofs_check.claims import emissions as ce
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     true_risk = gen.gated_risk
     monkeypatch.setattr(gen, "gated_risk", lambda g, *rest: true_risk(-g, *rest))

@@ -126,10 +126,10 @@ def test_mode_blocks_shapes_and_errors():
 
 # ---- ledger power: the checks fail on perturbed generated code and predict their controls' size
 import numerics.generated.factorisation as gen_f  # noqa: E402
-from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.registry import load_checks
+from proofs_check.verdicts.evidence import CheckContext
+from proofs_check.verdicts.registry import load_checks
 from proofs_check.runners.ledger import run_claim# noqa: E402
-from proofs_check.claims.registry import evaluate  # noqa: E402
+from proofs_check.verdicts.registry import evaluate  # noqa: E402
 
 DECLARED = [("2.1", "G_layer"), ("2.1", "B_layer"), ("2.1", "C_layer"), ("2.1", "ln_jacobian"),
             ("2.3", "G_layer_coefficient_0"), ("2.3", "G_layer_coefficient_1")]
@@ -189,7 +189,7 @@ def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
     import math
 
     from numerics import kernels as K
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     assert max(frozen_kernel.paper_layer_errors().values()) <= 1e-12
     real_mask = K.allowed_mask

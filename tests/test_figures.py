@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 from proofs_check.report.figures import load_figures, render  # noqa: E402
-from proofs_check.claims.evidence import CheckContext# noqa: E402
+from proofs_check.verdicts.evidence import CheckContext# noqa: E402
 
 NAMES = sorted(load_figures())
 INTEGER_AXIS = re.compile(r"\b(layer|depth|step)\b", re.I)

@@ -10,8 +10,8 @@ from numerics import gate_bounds as ngb
 from numerics import stability as ns
 from numerics.spec import StackSpec
 from proofs_check.claims import gate_bounds as chk
-from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.registry import evaluate
+from proofs_check.verdicts.evidence import CheckContext
+from proofs_check.verdicts.registry import evaluate
 
 U = 2.0**-53
 

@@ -62,9 +62,9 @@ def test_6_4_mode_subset_on_an_imported_gpt2(tiny_run, monkeypatch):
     from numerics import checkpoint as ckpt
     from numerics import depth_clock_scale as S
     from numerics.spec import StackSpec
-    from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import evaluate
-    from proofs_check.claims.registry import load_checks
+    from proofs_check.verdicts.evidence import CheckContext
+    from proofs_check.verdicts.registry import evaluate
+    from proofs_check.verdicts.registry import load_checks
 
     load_checks()
     _, _, work = tiny_run

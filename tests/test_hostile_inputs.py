@@ -297,7 +297,7 @@ API = [
 
 
 def _check_context(**kw):
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     return CheckContext(**kw)
 
@@ -309,8 +309,8 @@ def _train_config(**kw):
 
 
 def _evaluate(claim, spec):
-    from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import evaluate, load_checks
+    from proofs_check.verdicts.evidence import CheckContext
+    from proofs_check.verdicts.registry import evaluate, load_checks
 
     load_checks()
     return evaluate(claim, spec, CheckContext())

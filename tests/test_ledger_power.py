@@ -22,8 +22,8 @@ import time
 import pytest
 import torch
 
-from proofs_check.claims.registry import CLAIMS, load_checks
-from proofs_check.claims.evidence import CheckContext, Derivation, NumericResult
+from proofs_check.verdicts.registry import CLAIMS, load_checks
+from proofs_check.verdicts.evidence import CheckContext, Derivation, NumericResult
 from proofs_check.runners.ledger import run_claim
 
 load_checks()
@@ -97,7 +97,7 @@ def test_ledger_2_3_refuses_a_wrong_transpose(monkeypatch):
 @pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
 def test_scale_forms_refuse_a_wrong_transpose(monkeypatch, claim_id):
     """check --scale: the forms whose power iterations apply Jᵀ verify unmutated and fail without Aᵀ."""
-    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.verdicts.scale_run import ScaleRun
     from proofs_check.runners.scale import run_scale_claim
 
     good = run_scale_claim(claim_id, ScaleRun("toy"))
@@ -122,8 +122,8 @@ def test_derivation_recomputes_and_refuses_the_wrong_order():
 
 def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
     """γ replaced by √γ (10⁶ times looser at the toy size): every form stating γ refuses its verdict."""
-    import proofs_check.claims.scale_run as scale_run
-    from proofs_check.claims.registry import load_checks
+    import proofs_check.verdicts.scale_run as scale_run
+    from proofs_check.verdicts.registry import load_checks
     from proofs_check.runners.scale import run_scale_claim
 
     load_checks()
@@ -142,8 +142,8 @@ def test_scale_tolerance_at_the_wrong_order_is_refused(monkeypatch):
 
 
 def test_a_scale_tolerance_without_derivation_is_refused(monkeypatch):
-    from proofs_check.claims.registry import CLAIMS, load_checks
-    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.verdicts.registry import CLAIMS, load_checks
+    from proofs_check.verdicts.scale_run import ScaleRun
     from proofs_check.runners.scale import run_scale_claim
 
     load_checks()

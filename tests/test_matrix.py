@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from proofs_check.claims.evidence import CheckContext
-from proofs_check.claims.on_stack import matrix_spec
+from proofs_check.verdicts.evidence import CheckContext
+from proofs_check.verdicts.on_stack import matrix_spec
 from proofs_check.claims.factorisation.frozen_kernel import _factorisation_error, evaluate_2_1
 from proofs_check.runners.grid import STATUSES, preln_cell, run_matrix
-from proofs_check.claims.on_stack import EXACT
+from proofs_check.verdicts.on_stack import EXACT
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_shrink_finds_the_simplest_case_and_keeps_to_its_budget():
     budget of 3 distinct cases, a case that still fails, after at most 3 predicate evaluations."""
     from hypothesis import strategies as hst
 
-    from proofs_check.claims.on_stack import shrink
+    from proofs_check.verdicts.on_stack import shrink
 
     calls = []
     predicate = lambda x: calls.append(x) or x > 1000  # noqa: E731

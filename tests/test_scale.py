@@ -7,10 +7,10 @@ import torch
 
 from numerics import matrix_free as mf
 from numerics.presets import PRESET_NAMES, SIZES, preset
-from proofs_check.claims import scale_run
-from proofs_check.claims.evidence import decide
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.registry import CLAIMS, load_checks, scale_claims
+from proofs_check.verdicts import scale_run
+from proofs_check.verdicts.evidence import decide
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.registry import CLAIMS, load_checks, scale_claims
 from proofs_check.cli import main
 from proofs_check.runners.scale import run_scale_claim
 

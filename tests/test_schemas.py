@@ -85,8 +85,8 @@ def _ledger(records: list[dict]) -> dict:
 def test_a_ledger_from_run_claim_validates(monkeypatch):
     """run_claim's record, through a claim whose check is replaced by a quick one (the record's shape is
     run_claim's, not the test's); a crashing check's record too."""
-    from proofs_check.claims import registry
-    from proofs_check.claims.evidence import CheckContext, ClaimResult, ControlResult, NumericResult, SymbolicStep
+    from proofs_check.verdicts import registry
+    from proofs_check.verdicts.evidence import CheckContext, ClaimResult, ControlResult, NumericResult, SymbolicStep
     from proofs_check.runners.check import with_standing
     from proofs_check.runners.ledger import run_claim
 

@@ -127,7 +127,7 @@ def test_repelling_control():
     """Control: f_x = +1 on φ₀ = y; the trajectory settles on the attracting branch x = y + 1, so
     dist(x, φ^(k)(y)) is the gap max_t |φ^(2)_att − φ^(k)_rep| ≈ 1 + 0.3ε (to ε³), not O(ε^(k+1))."""
     from proofs_check.claims.slow_manifold import _repelling_control
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     control, rows = _repelling_control(CheckContext())
     assert control.status == "fails-as-predicted", control.detail
@@ -145,7 +145,7 @@ def test_repelling_control():
 def test_ledger_6_1_fails_when_radau_and_recurrence_disagree(monkeypatch):
     """The Radau-vs-recurrence agreement is enforced by the ledger (it once read 1.3 unnoticed)."""
     import proofs_check.claims.slow_manifold  # noqa: F401  (registers 6.1)
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
     monkeypatch.setattr(nm, "radau_vs_recurrence", lambda system, P: 1.3)
@@ -206,7 +206,7 @@ def test_reducible_control():
 def test_ledger_6_2_fails_on_a_wrong_stationary_distribution(monkeypatch):
     """The generated-vs-mpmath p_st error is enforced by the ledger: a p_st off by 1e-6 fails it."""
     import proofs_check.claims.slow_manifold  # noqa: F401  (registers 6.2)
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
     real = nm.stationary
@@ -267,7 +267,7 @@ def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
     """The compressed variant keeps queries per token: its scores + mixing fall by P, not P²."""
     from numerics.spec import StackSpec
     from proofs_check.claims.slow_manifold import evaluate_6_3
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     spec = StackSpec(T=16, d=8, layers=1, heads=2, kernel="causal", P=4, arch="compressed")
     v = evaluate_6_3(spec, CheckContext())
@@ -278,13 +278,13 @@ def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
 
 def _declared(claim_id: str) -> list[str]:
     import proofs_check.claims.slow_manifold  # noqa: F401
-    from proofs_check.claims.registry import CLAIMS
+    from proofs_check.verdicts.registry import CLAIMS
 
     return list(CLAIMS[claim_id].generated)
 
 
 def _ledger_numbers(claim_id: str):
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
     entry = run_claim(claim_id, CheckContext())
@@ -294,7 +294,7 @@ def _ledger_numbers(claim_id: str):
 def _control_rows():
     """6.1's control rows, which the ledger appends verbatim to 6.1's table."""
     from proofs_check.claims.slow_manifold import _repelling_control
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     return repr(_repelling_control(CheckContext())[1])
 

@@ -327,7 +327,7 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
 
 def test_evaluate_5_1_reports_the_documented_keys():
     from proofs_check.claims.stability.gate_bound import evaluate_5_1
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     v = evaluate_5_1(_contractive_spec(), CheckContext())
     assert v.status == "holds", v.reason
@@ -360,7 +360,7 @@ def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
     ledger itself: K_route_error ≈ that term's size (≥ 1e-3 ≫ K_TOL)."""
     import proofs_check.claims.stability.gate_bound  # noqa: F401  (registers 5.1)
     from proofs_check.claims.stability.gate_bound import K_TOL, evaluate_5_1
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
     monkeypatch.setattr(ns, "_mlp_operating_point_shift",
@@ -375,7 +375,7 @@ def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
     """A certificate 20× too optimistic (past the measured onset, ≈ 8 g*) is caught by the direct
     measurement on the real gated stack at ±0.99 g_lo."""
     from proofs_check.claims.stability.gate_bound import evaluate_5_1
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     real = ns.certify_gate_bound
 
@@ -391,7 +391,7 @@ def test_ledger_5_1_fails_when_the_certificate_overstates_g_star(monkeypatch):
 
 
 def _ledger_numbers(claim_id: str):
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
     entry = run_claim(claim_id, CheckContext())
@@ -399,7 +399,7 @@ def _ledger_numbers(claim_id: str):
 
 
 def _declared(claim_id: str) -> list[str]:
-    from proofs_check.claims.registry import CLAIMS, load_checks
+    from proofs_check.verdicts.registry import CLAIMS, load_checks
 
     load_checks()
 

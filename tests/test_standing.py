@@ -1,4 +1,4 @@
-"""What each verdict means (proofs_check.claims.standing): every claim declares its kind, setting and standing;
+"""What each verdict means (proofs_check.verdicts.standing): every claim declares its kind, setting and standing;
 the vocabulary refuses a standing its kind and setting cannot support; a check that reports the claim
 failing in the paper's setting overrides a declared "holds as stated"; and nothing in the printed
 summary reads "verified" beside a claim that fails in the paper's setting."""
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from proofs_check.claims import standing as S
+from proofs_check.verdicts import standing as S
 from proofs_check.runners.check import format_table, with_standing
-from proofs_check.claims.registry import CLAIM_IDS, CLAIMS, load_checks
-from proofs_check.claims.evidence import CheckContext, ClaimResult, ControlResult, NumericResult
+from proofs_check.verdicts.registry import CLAIM_IDS, CLAIMS, load_checks
+from proofs_check.verdicts.evidence import CheckContext, ClaimResult, ControlResult, NumericResult
 from proofs_check.runners.ledger import run_claim
 from proofs_check.report.document import render_markdown
 

@@ -24,9 +24,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from proofs_check.claims import on_stack, registry
+from proofs_check.verdicts import on_stack, registry
 from proofs_check.cli import main
-from proofs_check.claims.registry import load_checks
+from proofs_check.verdicts.registry import load_checks
 from proofs_check.sweep import spec as sweep_spec
 from proofs_check.sweep.grid import expand, points, row_key
 from proofs_check.sweep.run import run_sweep
@@ -150,7 +150,7 @@ def test_resume_after_sigint_has_no_duplicates(client, tmp_path):
     path.write_text(_toml(data))
     address = client.scheduler.address
     # the command validates the claim id here; the workers (with the plugin) evaluate it
-    code = (f"import sys; from proofs_check.claims import registry; registry.on_stack({CLAIM!r}, specs=list)(print); "
+    code = (f"import sys; from proofs_check.verdicts import registry; registry.on_stack({CLAIM!r}, specs=list)(print); "
             "from proofs_check.cli import main; sys.exit(main(sys.argv[1:]))")
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-c", code, "sweep", str(path), "--scheduler", address,

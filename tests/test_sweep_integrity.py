@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from numerics import outdir
-from proofs_check.claims import on_stack, registry
+from proofs_check.verdicts import on_stack, registry
 from proofs_check.cli import main
 from proofs_check.sweep import spec as sweep_spec
 from proofs_check.sweep.grid import expand, row_key, source_hash

@@ -11,8 +11,8 @@ import torch
 from numerics import checkpoint as ck
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims import on_stack
-from proofs_check.claims.registry import homogeneous_reference, load_checks
+from proofs_check.verdicts import on_stack
+from proofs_check.verdicts.registry import homogeneous_reference, load_checks
 from proofs_check.experiments import train as T
 from proofs_check.runners.check import run_stack_checks
 

@@ -289,7 +289,7 @@ def _shifted(result, name, arm, delta):
 
 def _ledger_7_3(monkeypatch, result):
     from proofs_check.claims import emissions as ce
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
 
     monkeypatch.setattr(tr, "run_experiment", lambda **kw: result)
     return ce.check_7_3(CheckContext(quick=True))

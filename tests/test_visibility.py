@@ -171,8 +171,8 @@ def test_gate_needs_slow_path():
 
 
 # ---- the ledger's own numbers: reproducible, and moved by every generated function they rest on -----
-from proofs_check.claims.registry import CLAIMS, load_checks
-from proofs_check.claims.evidence import CheckContext
+from proofs_check.verdicts.registry import CLAIMS, load_checks
+from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim# noqa: E402
 
 load_checks()
@@ -229,7 +229,7 @@ def test_generated_functions_move_the_numbers(monkeypatch, entries, claim_id, fn
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports the documented keys."""
     from numerics.spec import StackSpec
-    from proofs_check.claims.registry import evaluate
+    from proofs_check.verdicts.registry import evaluate
 
     spec = StackSpec(heads=2, seed=2, **spec_kw)
     v = evaluate("4.2", spec, CheckContext())

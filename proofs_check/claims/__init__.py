@@ -1,1 +1,1 @@
-"""One module per claim family; each registers its claims with ``proofs_check.claims.registry.claim``."""
+"""One module per claim family; each registers its claims with ``proofs_check.verdicts.registry.claim``."""

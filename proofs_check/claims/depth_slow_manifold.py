@@ -19,10 +19,10 @@ from numerics import depth_clock_scale as nscale
 from numerics import depth_slow_manifold as nds
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, ledger_cases, no_matrix_free, on_stack
-from proofs_check.claims.on_stack import Verdict
-from proofs_check.claims.standing import RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
+from proofs_check.verdicts.on_stack import Verdict
+from proofs_check.verdicts.standing import RECONSTRUCTION
 from proofs_check.progress import track
 from theory import depth_slow_manifold as th
 

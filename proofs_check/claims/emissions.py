@@ -6,9 +6,9 @@ import math
 
 import torch
 
-from proofs_check.claims.standing import HOLDS, RECONSTRUCTION
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
-from proofs_check.claims.registry import arch_free, claim, no_matrix_free
+from proofs_check.verdicts.standing import HOLDS, RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
+from proofs_check.verdicts.registry import arch_free, claim, no_matrix_free
 from theory import emissions as th
 
 EPS = torch.finfo(torch.float64).eps

@@ -15,10 +15,10 @@ import torch
 from numerics import gate_bounds as ngb
 from numerics import stability as ns
 from numerics.spec import StackSpec
-from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, ledger_cases, no_matrix_free, on_stack
-from proofs_check.claims.on_stack import Verdict
-from proofs_check.claims.standing import RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
+from proofs_check.verdicts.on_stack import Verdict
+from proofs_check.verdicts.standing import RECONSTRUCTION
 from theory import gate_bounds as th
 
 U = 2.0**-53

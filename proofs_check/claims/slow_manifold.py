@@ -11,10 +11,10 @@ import sympy as sp
 
 from numerics.fitting import loglog_fit
 from numerics.spec import StackSpec
-from proofs_check.claims.standing import HOLDS
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
-from proofs_check.claims.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
-from proofs_check.claims.on_stack import Verdict, matrix_spec
+from proofs_check.verdicts.standing import HOLDS
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
+from proofs_check.verdicts.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
+from proofs_check.verdicts.on_stack import Verdict, matrix_spec
 from theory import slow_manifold as th
 
 SLOPE_TOL = 0.15  # docs/theory.md §6: fitted slope k+1 ± 0.15

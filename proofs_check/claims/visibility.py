@@ -19,10 +19,10 @@ from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
-from proofs_check.claims.standing import CONDITIONAL, FAILS
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, ledger_cases, on_stack
-from proofs_check.claims.on_stack import Verdict
+from proofs_check.verdicts.standing import CONDITIONAL, FAILS
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
+from proofs_check.verdicts.on_stack import Verdict
 from theory import visibility as th
 
 EPS = 2.0**-52

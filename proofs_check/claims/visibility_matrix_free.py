@@ -1,8 +1,8 @@
 """The matrix-free forms of Claims 4.1 and 4.2 (``check --scale``, and ``Claim.evaluate`` above the dense size).
 
-Each form runs on a :class:`proofs_check.claims.scale_run.ScaleRun` — the preset's stack or a variant at the
+Each form runs on a :class:`proofs_check.verdicts.scale_run.ScaleRun` — the preset's stack or a variant at the
 same T, d, L and heads — with its negative control at the same size; nothing forms a (Td)² Jacobian
-(``proofs_check.claims.scale_run`` states the tolerances).
+(``proofs_check.verdicts.scale_run`` states the tolerances).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from numerics import visibility as nv
 from numerics.factorisation import layer_B_C, layer_blocks
 from numerics.fitting import loglog_fit
 from numerics.generated import visibility as gen_vis
-from proofs_check.claims.evidence import ClaimResult
-from proofs_check.claims.registry import matrix_free
-from proofs_check.claims.scale_run import SLOPE_TOL, ScaleRun, control_result, numeric_result
+from proofs_check.verdicts.evidence import ClaimResult
+from proofs_check.verdicts.registry import matrix_free
+from proofs_check.verdicts.scale_run import SLOPE_TOL, ScaleRun, control_result, numeric_result
 
 
 @matrix_free("4.1", variants={"full-slow"})

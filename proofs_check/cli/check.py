@@ -77,7 +77,7 @@ def run(args) -> int:
     if args.json:
         write_json(args.json, checked_ledger(ledger))
     if args.summary:
-        from proofs_check.claims.standing import summary_markdown
+        from proofs_check.verdicts.standing import summary_markdown
 
         write_text(args.summary, summary_markdown(ledger))
     return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1

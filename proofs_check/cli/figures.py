@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.progress import silenced
     from proofs_check.report.figures import load_figures, render
 

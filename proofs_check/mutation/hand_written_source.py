@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from proofs_check.claims.registry import CLAIM_IDS
+from proofs_check.verdicts.registry import CLAIM_IDS
 from proofs_check.mutation.hand_written_theory import run_limited, run_pool, timed_out
 from proofs_check.tables import bold, markdown_table, text_table
 
@@ -190,8 +190,8 @@ def scratch_copy(mutant: SourceMutant) -> Path:
 
 
 _LEDGER = ("import json, sys\n"
-           "from proofs_check.claims.evidence import CheckContext\n"
-            "from proofs_check.claims.registry import load_checks\n"
+           "from proofs_check.verdicts.evidence import CheckContext\n"
+            "from proofs_check.verdicts.registry import load_checks\n"
             "from proofs_check.runners.ledger import run_claim\n"
            "from proofs_check.mutation.hand_written_theory import _killed_by_ledger\n"
            "load_checks()\n"
@@ -203,7 +203,7 @@ _LEDGER = ("import json, sys\n"
 
 
 _SCALE = ("import json, sys\n"
-          "from proofs_check.claims.scale_run import ScaleRun\n"
+          "from proofs_check.verdicts.scale_run import ScaleRun\n"
           "from proofs_check.runners.scale import run_scale_claim\n"
           "run = ScaleRun(sys.argv[1])\n"
           "out = {}\n"

@@ -122,8 +122,8 @@ def _control_word(status: str) -> str:
 
 def summary_md(ledger: dict) -> list[str]:
     """The report's first screen: one line per claim with its kind, setting, status and finding
-    (``proofs_check.claims.standing``), before the mechanical ledger."""
-    from proofs_check.claims.standing import summary_markdown
+    (``proofs_check.verdicts.standing``), before the mechanical ledger."""
+    from proofs_check.verdicts.standing import summary_markdown
 
     return summary_markdown(ledger).splitlines() + [
         "", "Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
@@ -134,7 +134,7 @@ def summary_md(ledger: dict) -> list[str]:
 
 
 def ledger_table_md(ledger: dict) -> list[str]:
-    from proofs_check.claims.standing import ledger_word
+    from proofs_check.verdicts.standing import ledger_word
 
     rows = []
     for c in ledger["claims"]:
@@ -189,7 +189,7 @@ def figure_titles() -> dict[str, str]:
 
 
 def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> list[str]:
-    from proofs_check.claims.standing import ledger_word, setting_text
+    from proofs_check.verdicts.standing import ledger_word, setting_text
 
     recon = " *(reconstruction)*" if c.get("reconstruction") else ""
     lines = ["", f"## Claim {c['id']}: {prose(c['title'])}", ""]
@@ -290,7 +290,7 @@ def _scripts(text: str) -> str:
 # ----------------------------------------------------------------------------- HTML
 STATUS_CLASSES = {"verified": "holds", "holds": "holds", "conditional": "conditional", "failed": "fails",
                   "fails": "fails", "skipped": "na", "n/a": "na",
-                  # proofs_check.claims.standing: the statuses and the ledger's words of the summary
+                  # proofs_check.verdicts.standing: the statuses and the ledger's words of the summary
                   "holds as stated": "holds", "holds under a condition the paper does not state": "conditional",
                   "fails in the paper's setting": "fails", "reconstruction": "conditional",
                   "verified in its setting": "conditional", "passes off the paper's setting": "fails"}

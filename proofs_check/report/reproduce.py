@@ -48,7 +48,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
         return 1
     from proofs_check.runners.check import format_table, run_checks
     from proofs_check.report.figures import load_figures, render
-    from proofs_check.claims.evidence import CheckContext
+    from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.progress import track
     from proofs_check.report.document import derivations, render_html, render_markdown
     from proofs_check.runners.derive import derive
@@ -111,7 +111,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             ledger["trained"] = trained_findings.findings(results["matrix"])
             ledger["reach"] = results["reach"]
             write_json(out / "ledger.json", ledger)
-            from proofs_check.claims.standing import summary_markdown
+            from proofs_check.verdicts.standing import summary_markdown
 
             write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
             from proofs_check.report.conditions import grid_section

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 
 from proofs_check.environment import environment
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.registry import get, load_checks
-from proofs_check.claims.evidence import CheckContext
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.registry import get, load_checks
+from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim
 from proofs_check.tables import text_table
 
@@ -46,9 +46,9 @@ def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profi
 
 
 def with_standing(record: dict) -> dict:
-    """The record with the standing its evidence supports (``proofs_check.claims.standing.reconcile``): the
+    """The record with the standing its evidence supports (``proofs_check.verdicts.standing.reconcile``): the
     declared one, or "fails in the paper's setting" when the check found that, with any conflict named."""
-    from proofs_check.claims.standing import reconcile
+    from proofs_check.verdicts.standing import reconcile
 
     declared = record.get("standing")
     if declared is None:
@@ -61,7 +61,7 @@ def with_standing(record: dict) -> dict:
 
 
 def _claim_label(cid: str) -> str:
-    from proofs_check.claims.registry import CLAIMS
+    from proofs_check.verdicts.registry import CLAIMS
 
     spec = CLAIMS.get(cid)
     return f"{cid} ({spec.title})" if spec is not None and getattr(spec, "title", None) else cid
@@ -79,11 +79,11 @@ def shorten(text: str, width: int = TITLE_WIDTH) -> str:
 
 
 def format_table(ledger: dict) -> str:
-    """Plain-text ledger, opening with what each verdict means (``proofs_check.claims.standing``: kind,
+    """Plain-text ledger, opening with what each verdict means (``proofs_check.verdicts.standing``: kind,
     setting, status, one-line finding); then claim, symbolic, numeric error vs tolerance, control, the
     mechanical decision; then the run's profile and sizes (the symbolic step count depends on them:
     ``thorough`` and full sizes prove more)."""
-    from proofs_check.claims.standing import FAILS, format_summary, ledger_word
+    from proofs_check.verdicts.standing import FAILS, format_summary, ledger_word
 
     rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "ledger", "s")]
     for c in ledger["claims"]:

@@ -5,7 +5,7 @@ Each cell is one of **holds** (measured within its tolerance, with its control f
 **fails** (a counterexample shrunk by Hypothesis ``find``: the parameters and seed that
 reproduce it) or **n/a** (with the reason).  The ``preln`` column is the ledger
 (``proofs_check.runners.ledger.run_claim``); every other cell is the claim's own evaluation
-(``proofs_check.claims.on_stack``, registered in the claim's family module) on the variants of
+(``proofs_check.verdicts.on_stack``, registered in the claim's family module) on the variants of
 ``numerics.architectures`` at small sizes (T = 4..6, d = 4, float64).  This module holds
 only the grid and its formatting.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.evidence import CheckContext
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.tables import text_table
 
 STATUSES = ("holds", "conditional", "fails", "n/a")
@@ -33,9 +33,9 @@ def _cell(claim, arch, status, condition=None, evidence=None, counterexample=Non
 
 
 def evaluate(claim: str, arch: str, ctx: CheckContext) -> dict:
-    """One cell: the claim's own evaluation on ``arch``'s stacks (``proofs_check.claims.registry.evaluate_arch``;
+    """One cell: the claim's own evaluation on ``arch``'s stacks (``proofs_check.verdicts.registry.evaluate_arch``;
     n/a with the registry's reason where the claim is not about an architecture or does not apply to it)."""
-    from proofs_check.claims.registry import evaluate_arch
+    from proofs_check.verdicts.registry import evaluate_arch
 
     v = evaluate_arch(claim, arch, ctx)
     evidence = dict(v.measured, error=v.error, tolerance=v.tolerance, seconds=round(v.seconds, 2))
@@ -79,7 +79,7 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
         raise ValueError(f"claims {unknown} are not claims of docs/theory.md")
     ctx = CheckContext(device=device, quick=quick)
     cells = []
-    from proofs_check.claims.registry import load_checks
+    from proofs_check.verdicts.registry import load_checks
 
     load_checks()
     if "preln" in archs:
@@ -110,7 +110,7 @@ def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, prog
     from numerics import checkpoint as ckpt
     from numerics.spec import StackSpec
     from numerics.training import default_cache_dir
-    from proofs_check.claims.registry import get
+    from proofs_check.verdicts.registry import get
     from proofs_check.experiments.train import default_checkpoint
 
     path = default_checkpoint(cache_dir or default_cache_dir(), progress=progress)

@@ -11,9 +11,9 @@ import time
 import traceback
 from dataclasses import asdict
 
-from proofs_check.claims.evidence import CheckContext, decide
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.registry import CLAIMS
+from proofs_check.verdicts.evidence import CheckContext, decide
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.registry import CLAIMS
 
 def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     """Run one claim's check and return its ledger entry (JSON-ready)."""

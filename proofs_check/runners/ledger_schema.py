@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-#: a claim entry's status: the ledger's decision (``proofs_check.claims.evidence.decide``)
+#: a claim entry's status: the ledger's decision (``proofs_check.verdicts.evidence.decide``)
 STATUSES = ("verified", "failed", "skipped")
 
 

@@ -1,7 +1,7 @@
 """``fastslow check --scale PRESET``: every claim's matrix-free form at a preset's size (pretraining size).
 
-A claim's matrix-free form is registered on its ``Claim`` (``proofs_check.claims.registry.matrix_free``) beside
-its dense form, and runs on a :class:`proofs_check.claims.scale_run.ScaleRun`: the preset's stack
+A claim's matrix-free form is registered on its ``Claim`` (``proofs_check.verdicts.registry.matrix_free``) beside
+its dense form, and runs on a :class:`proofs_check.verdicts.scale_run.ScaleRun`: the preset's stack
 (``numerics.presets``) and the stack variants derived from it at the same T, d, L and heads.  A claim
 without one is *skipped* with the reason its registration gives (``registry.no_matrix_free``).  Entries are
 shaped like the ledger's (``proofs_check.runners.check.format_table`` prints them) and record the stack's
@@ -15,9 +15,9 @@ import sys
 import time
 from dataclasses import asdict
 
-from proofs_check.claims.evidence import decide
-from proofs_check.claims.ids import CLAIM_IDS
-from proofs_check.claims.scale_run import ScaleRun
+from proofs_check.verdicts.evidence import decide
+from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.scale_run import ScaleRun
 
 
 def peak_rss_gib() -> float:
@@ -43,7 +43,7 @@ def reset_peak_rss() -> None:
 
 def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
     """One claim's scale entry (ledger-shaped): status, numeric, control, size, seconds, peak memory."""
-    from proofs_check.claims.registry import get, load_checks
+    from proofs_check.verdicts.registry import get, load_checks
 
     load_checks()
     entry = get(claim_id)
@@ -85,7 +85,7 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
 def run_scale(name: str, claim_ids: list[str] | None = None, *, device: str = "cpu", dtype: str = "float64",
               seed: int = 0, progress: bool = True) -> dict:
     """Every claim's scale entry at preset ``name`` (all claims of docs/theory.md by default)."""
-    from proofs_check.claims.registry import CLAIMS, load_checks
+    from proofs_check.verdicts.registry import CLAIMS, load_checks
     from proofs_check.environment import environment
 
     run = ScaleRun(name, dtype=dtype, device=device, seed=seed)

@@ -3,7 +3,7 @@
 By default a ``LocalCluster`` is started with one worker process per core (processes, not
 threads: ``threads_per_worker=1``, ``OMP_NUM_THREADS=1`` in each); ``scheduler="tcp://host:8786"``
 joins a running cluster instead (its workers need this package installed).  Each task calls
-``proofs_check.claims.registry.evaluate(claim, spec, ctx)`` on a worker and returns one row
+``proofs_check.verdicts.registry.evaluate(claim, spec, ctx)`` on a worker and returns one row
 (``store.make_row``).  Tasks are submitted with ``retries=2``; a task whose worker dies is
 rescheduled by the scheduler.  Rows are written by this process only, in batches, as they
 arrive (``as_completed``), so a lost worker loses no written row and no row is written twice.
@@ -42,7 +42,7 @@ def _prepare_worker(claim: str) -> None:
     """Once per worker process: the package version, and every claim registered (the check modules'
     ``@on_stack`` functions are imported when ``claim`` is not registered yet; importing ``numerics``
     registers the architecture variants)."""
-    from proofs_check.claims.registry import load_checks, on_stack_claims
+    from proofs_check.verdicts.registry import load_checks, on_stack_claims
 
     if "version" not in _READY:
         _READY["version"] = _version()
@@ -53,8 +53,8 @@ def _prepare_worker(claim: str) -> None:
 def evaluate_task(task: dict) -> dict:
     """Run one task on a worker: the claim's verdict on the task's stack, as a row."""
     from numerics.spec import StackSpec
-    from proofs_check.claims.evidence import CheckContext
-    from proofs_check.claims.registry import evaluate
+    from proofs_check.verdicts.evidence import CheckContext
+    from proofs_check.verdicts.registry import evaluate
 
     _prepare_worker(task["claim"])
     spec = StackSpec.from_dict(task["spec"])

@@ -8,7 +8,7 @@ A spec file holds one ``[[sweep]]`` table per claim::
     batch = 50                        # optional: rows per Parquet file
 
     [[sweep]]
-    claim = "3.2"                     # a claim registered with proofs_check.claims.on_stack
+    claim = "3.2"                     # a claim registered with proofs_check.verdicts.on_stack
     seeds = 3                         # seeds first_seed … first_seed + seeds - 1 (default 1)
     first_seed = 0                    # optional
     scale = "toy"                     # optional: a scale preset's sizes as the base
@@ -248,7 +248,7 @@ def resolve(name_or_path: str) -> Path:
 
 def load(name_or_path: str, claims=None, max_tasks: int = MAX_TASKS) -> SweepSpec:
     """Read and validate a spec (by shipped name or path); ``claims``: the known claim ids
-    (default: the claims registered with ``proofs_check.claims.on_stack``)."""
+    (default: the claims registered with ``proofs_check.verdicts.on_stack``)."""
     path = resolve(name_or_path)
     try:
         text = path.read_bytes().decode("utf-8")
@@ -279,13 +279,13 @@ def describe(path) -> dict:
 
 
 class _Registered:
-    """The claims with an on-stack form (``proofs_check.claims.registry.on_stack_claims``); the claim modules
+    """The claims with an on-stack form (``proofs_check.verdicts.registry.on_stack_claims``); the claim modules
     are imported the first time a claim is not found (importing them takes seconds)."""
 
     loaded = False
 
     def __contains__(self, claim) -> bool:
-        from proofs_check.claims.registry import load_checks, on_stack_claims
+        from proofs_check.verdicts.registry import load_checks, on_stack_claims
 
         if claim not in on_stack_claims() and not self.loaded:
             load_checks()
@@ -293,7 +293,7 @@ class _Registered:
         return claim in on_stack_claims()
 
     def names(self) -> list[str]:
-        from proofs_check.claims.registry import on_stack_claims
+        from proofs_check.verdicts.registry import on_stack_claims
 
         return sorted(on_stack_claims())
 

@@ -129,7 +129,7 @@ class ClaimResult:
     control: ControlResult
     notes: str = ""
     finding: str = ""  # a stated counterexample or condition the paper's statement needs
-    paper_setting: str = ""  # the claim in the paper's setting: "" (not run apart), "holds", "fails" (proofs_check.claims.standing)
+    paper_setting: str = ""  # the claim in the paper's setting: "" (not run apart), "holds", "fails" (proofs_check.verdicts.standing)
 
 
 @dataclass

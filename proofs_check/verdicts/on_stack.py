@@ -1,7 +1,7 @@
 """Claims as functions of a stack source: the verdict, and the routes of ``Claim.evaluate``.
 
 Every claim that is a statement about a stack registers one function
-``evaluate(spec: StackSpec, ctx: CheckContext) -> Verdict`` with ``proofs_check.claims.registry.on_stack``,
+``evaluate(spec: StackSpec, ctx: CheckContext) -> Verdict`` with ``proofs_check.verdicts.registry.on_stack``,
 in its own module, together with
 
 * ``specs(arch, ctx)``: the stacks it is checked on by default for an architecture, and
@@ -98,18 +98,18 @@ def dense_verdict(claim, spec, ctx) -> Verdict:
 @functools.lru_cache(maxsize=1)
 def _scale_run(spec):
     """One ``ScaleRun`` per spec: its reference and derivatives are shared by the claims' matrix-free forms."""
-    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.verdicts.scale_run import ScaleRun
 
     return ScaleRun("checkpoint" if spec.checkpoint else "spec", dtype=spec.dtype, device=spec.device,
                     seed=spec.seed, source=spec)
 
 
 def matrix_free_verdict(claim, spec) -> Verdict:
-    """``claim``'s matrix-free form on ``spec`` (``proofs_check.claims.scale_run``: jvp probes of the stack
+    """``claim``'s matrix-free form on ``spec`` (``proofs_check.verdicts.scale_run``: jvp probes of the stack
     against the matrix-free predictions, with the form's control).  n/a when the form builds stacks a
     checkpoint does not hold (other depths, kernels, a slow path)."""
     from numerics.checkpoint import CheckpointError
-    from proofs_check.claims.evidence import decide
+    from proofs_check.verdicts.evidence import decide
 
     try:
         result = claim.matrix_free(_scale_run(spec))

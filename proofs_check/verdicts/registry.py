@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from proofs_check.claims.ids import CLAIM_IDS
+from proofs_check.verdicts.ids import CLAIM_IDS
 
 #: Above this many features T·d a claim runs in its matrix-free form (when it has one): the dense forms
 #: build (Td)² state Jacobians and parameter Jacobians (at T·d = 256 all of them take ~30 s on one core;
@@ -47,19 +47,19 @@ class Claim:
     control: str = ""
     figure: str | None = None
     check: Callable | None = None
-    kind: str | None = None        # identity | lemma | prediction | experiment (proofs_check.claims.standing)
+    kind: str | None = None        # identity | lemma | prediction | experiment (proofs_check.verdicts.standing)
     setting: str | None = None     # "paper" or the suite-chosen setting, named
-    standing: str | None = None    # proofs_check.claims.standing.STANDINGS
+    standing: str | None = None    # proofs_check.verdicts.standing.STANDINGS
     condition: str | None = None   # the condition the paper does not state, when the standing names one
     headline: str | None = None    # the finding in one line, for the summary
-    # -- on a stack (proofs_check.claims.on_stack) --
+    # -- on a stack (proofs_check.verdicts.on_stack) --
     on_stack: Callable | None = field(default=None, repr=False)      # evaluate(spec, ctx) -> Verdict, dense
     specs: Callable | None = field(default=None, repr=False)         # specs(arch, ctx) -> [StackSpec]
     not_applicable: dict | Callable = field(default_factory=dict, repr=False)
     homogeneous_reference: bool = False   # stated at 1x̄ᵀ with the slow-path gates as built (gate 0)
     dense_features: int = DENSE_FEATURES  # the largest T·d the dense form runs at
     arch_free: str | None = None          # why the grid does not evaluate it per architecture
-    # -- matrix-free (proofs_check.claims.scale_run) --
+    # -- matrix-free (proofs_check.verdicts.scale_run) --
     matrix_free: Callable | None = field(default=None, repr=False)   # form(run: ScaleRun) -> ClaimResult
     variants: frozenset = frozenset()     # the ScaleRun stack variants the form builds
     no_matrix_free: str | None = None     # why it has no matrix-free form
@@ -88,7 +88,7 @@ class Claim:
         architecture, and, on a checkpoint's weights, where a claim stated at 1x̄ᵀ finds the trajectory off
         the token-homogeneous set.  A crashing evaluation is a *fails* with its traceback.  An invalid spec
         or a claim with no on-stack form is refused (ValueError) before anything is evaluated."""
-        from proofs_check.claims import on_stack as O
+        from proofs_check.verdicts import on_stack as O
 
         if self.on_stack is None:
             raise ValueError(f"claim_id={self.id!r} is not a claim on a stack (registered: "
@@ -114,7 +114,7 @@ CLAIMS: dict[str, Claim] = {}
 
 def _entry(id: str, family: str | None = None) -> Claim:
     """Claim ``id``'s one object, created on the first registration of any of its parts.  The ledger's
-    registration (``family`` given) needs the id in docs/theory.md (``claims.ids.CLAIM_IDS``) and its family
+    registration (``family`` given) needs the id in docs/theory.md (``verdicts.ids.CLAIM_IDS``) and its family
     there; an on-stack or matrix-free form alone may register under any id (a sweep's or a test's own claim)."""
     if family is not None:
         if id not in CLAIM_IDS:
@@ -131,10 +131,10 @@ def claim(id: str, *, title: str, family: str, statement: str, assumptions: list
           control: str, figure: str | None = None, kind: str | None = None, setting: str | None = None,
           standing: str | None = None, condition: str | None = None, headline: str | None = None):
     """Register the decorated function as the ledger's check of claim ``id``, with what its verdict means
-    (``kind``, ``setting``, ``standing``, ``condition``, ``headline``: ``proofs_check.claims.standing``)."""
+    (``kind``, ``setting``, ``standing``, ``condition``, ``headline``: ``proofs_check.verdicts.standing``)."""
     entry = _entry(id, family)
     if (kind, setting, standing) != (None, None, None):
-        from proofs_check.claims.standing import validate_declaration
+        from proofs_check.verdicts.standing import validate_declaration
 
         validate_declaration(id, kind=kind, setting=setting, standing=standing, condition=condition,
                              reconstruction=reconstruction)
@@ -169,7 +169,7 @@ def on_stack(id: str, *, specs: Callable, not_applicable: dict | Callable | None
 
 def matrix_free(id: str, *, variants: set[str]):
     """Register the decorated ``form(run: ScaleRun) -> ClaimResult`` as claim ``id``'s matrix-free form,
-    building the ScaleRun stack ``variants`` ("preset" and ``proofs_check.claims.scale_run.VARIANTS``)."""
+    building the ScaleRun stack ``variants`` ("preset" and ``proofs_check.verdicts.scale_run.VARIANTS``)."""
     entry = _entry(id)
 
     def register(fn):
@@ -226,7 +226,7 @@ def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
 def evaluate_arch(claim_id: str, arch: str, ctx) -> Verdict:
     """The claim on every default spec of ``arch``, combined; n/a with the claim's reason where it does not
     apply (to the architecture, or to any stack: ``arch_free``)."""
-    from proofs_check.claims.on_stack import Verdict, combine
+    from proofs_check.verdicts.on_stack import Verdict, combine
 
     entry = CLAIMS.get(claim_id)
     if entry is not None and entry.arch_free:
@@ -256,12 +256,8 @@ def scale_claims() -> list[str]:
 
 def homogeneous_reference() -> frozenset[str]:
     """The claims whose evaluation linearises at the token-homogeneous reference 1x̄ᵀ of the built stack,
-    with its slow-path gates as built (``proofs_check.claims.on_stack.reference_spread`` is their condition)."""
+    with its slow-path gates as built (``proofs_check.verdicts.on_stack.reference_spread`` is their condition)."""
     return frozenset(cid for cid, c in CLAIMS.items() if c.homogeneous_reference)
-
-
-#: modules of this package that hold the registry's machinery, not claims
-_MACHINERY = {"registry", "evidence", "ids", "on_stack", "standing", "scale_run"}
 
 
 def load_checks() -> dict[str, Claim]:
@@ -270,6 +266,5 @@ def load_checks() -> dict[str, Claim]:
     import proofs_check.claims as package
 
     for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
-        if info.name.rsplit(".", 1)[-1] not in _MACHINERY:
-            importlib.import_module(info.name)
+        importlib.import_module(info.name)
     return CLAIMS

@@ -1,6 +1,6 @@
 """The stacks the claims' matrix-free forms run on, at any size: :class:`ScaleRun`.
 
-A claim's matrix-free form (registered with ``proofs_check.claims.registry.matrix_free``, beside its dense
+A claim's matrix-free form (registered with ``proofs_check.verdicts.registry.matrix_free``, beside its dense
 form) runs on the preset's stack (``numerics.presets``), on a trained checkpoint's or on any spec, or on a
 stack variant derived from it with ``spec.with_`` (another kernel, a slow path, a knob: :data:`VARIANTS`) at
 the same T, d, L and heads.  Each form has its negative control at the same size.  Nothing forms a (Td)²
@@ -28,7 +28,7 @@ from numerics.factorisation import layer_blocks
 from numerics.checkpoint import CheckpointError
 from numerics.presets import check_preset, preset
 from numerics.spec import DTYPES, StackSpec
-from proofs_check.claims.evidence import ControlResult, Derivation, NumericResult
+from proofs_check.verdicts.evidence import ControlResult, Derivation, NumericResult
 
 SLOPE_TOL = 0.1           # fitted log-log slopes: ± 0.1, as in the ledger (docs/theory.md §1, §2, §4)
 TAU = 0.5                 # Claim 3.1's tolerance τ

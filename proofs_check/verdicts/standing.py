@@ -1,6 +1,6 @@
 """What a verdict means: each claim's kind, the setting it was checked in, and its standing.
 
-The ledger's mechanical decision (``proofs_check.claims.evidence.decide``: verified / failed) says that a
+The ledger's mechanical decision (``proofs_check.verdicts.evidence.decide``: verified / failed) says that a
 check's evidence came out as its claim predicts *in the setting the check ran*.  This module says
 what that evidence is worth for the paper:
 

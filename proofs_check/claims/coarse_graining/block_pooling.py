@@ -18,10 +18,10 @@ from numerics import kernels as K
 from numerics.jacobians import reference_input, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.standing import FAILS
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, ledger_cases, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict
+from proofs_check.verdicts.standing import FAILS
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict
 from proofs_check.claims.coarse_graining.specs import EPS, F64, FLOAT64_ONLY, RESOLVED, TAU, matrix_spec
 from theory import coarse_graining as th
 

@@ -1,8 +1,8 @@
 """The matrix-free forms of Claims 3.1 and 3.2 (``check --scale``, and ``Claim.evaluate`` above the dense size).
 
-Each form runs on a :class:`proofs_check.claims.scale_run.ScaleRun` — the preset's stack or a variant at the
+Each form runs on a :class:`proofs_check.verdicts.scale_run.ScaleRun` — the preset's stack or a variant at the
 same T, d, L and heads — with its negative control at the same size; nothing forms a (Td)² Jacobian
-(``proofs_check.claims.scale_run`` states the tolerances).
+(``proofs_check.verdicts.scale_run`` states the tolerances).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import torch
 from numerics import kernels as K
 from numerics import matrix_free as mf
 from numerics.generated import coarse_graining as gen_cg
-from proofs_check.claims.evidence import ClaimResult
-from proofs_check.claims.registry import matrix_free
-from proofs_check.claims.scale_run import (TAU, ScaleRun, adjoint_check, affine_blocks, affine_tolerance, control_result,
+from proofs_check.verdicts.evidence import ClaimResult
+from proofs_check.verdicts.registry import matrix_free
+from proofs_check.verdicts.scale_run import (TAU, ScaleRun, adjoint_check, affine_blocks, affine_tolerance, control_result,
                                            numeric_result)
 
 

@@ -19,10 +19,10 @@ from numerics import coarse_graining as ncg
 from numerics.jacobians import eigen_blocks, reference_input, step_jacobians
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.standing import RECONSTRUCTION
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep, symbolic_steps
-from proofs_check.claims.registry import claim, ledger_cases, on_stack
-from proofs_check.claims.on_stack import Verdict
+from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep, symbolic_steps
+from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
+from proofs_check.verdicts.on_stack import Verdict
 from proofs_check.claims.coarse_graining.specs import EPS, F64, RESOLVED, TAU, preln_na, unique_specs, matrix_spec
 from theory import coarse_graining as th
 

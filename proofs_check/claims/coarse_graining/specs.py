@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from numerics.spec import StackSpec
-from proofs_check.claims.on_stack import matrix_spec as base_matrix_spec
+from proofs_check.verdicts.on_stack import matrix_spec as base_matrix_spec
 
 EPS = 2.0**-52
 F64 = torch.float64

@@ -2,6 +2,6 @@
 (docs/theory.md §1).
 
 One module per claim — ``euler_scheme`` (1.1), ``chain_rule`` (1.2) — each with the claim's on-stack evaluation
-and the ledger's check; ``matrix_free`` holds their matrix-free forms.  ``proofs_check.claims.registry.load_checks``
+and the ledger's check; ``matrix_free`` holds their matrix-free forms.  ``proofs_check.verdicts.registry.load_checks``
 imports every module.
 """

@@ -12,10 +12,10 @@ import torch
 from numerics import depth_flow as nd
 from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, step_jacobians
 from numerics.spec import StackSpec
-from proofs_check.claims.standing import HOLDS, PAPER
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec
+from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec
 from theory import depth_flow as th
 
 

@@ -13,10 +13,10 @@ from numerics import depth_flow as nd
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
-from proofs_check.claims.standing import HOLDS, PAPER
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec, shrink
+from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec, shrink
 from theory import depth_flow as th
 
 SLOPE_TOL = 0.1  # Claim 1.1: fitted slope in [0.9, 1.1]

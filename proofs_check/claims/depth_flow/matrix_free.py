@@ -1,8 +1,8 @@
 """The matrix-free forms of Claims 1.1 and 1.2 (``check --scale``, and ``Claim.evaluate`` above the dense size).
 
-Each form runs on a :class:`proofs_check.claims.scale_run.ScaleRun` — the preset's stack or a variant at the
+Each form runs on a :class:`proofs_check.verdicts.scale_run.ScaleRun` — the preset's stack or a variant at the
 same T, d, L and heads — with its negative control at the same size; nothing forms a (Td)² Jacobian
-(``proofs_check.claims.scale_run`` states the tolerances).
+(``proofs_check.verdicts.scale_run`` states the tolerances).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 
 from numerics import matrix_free as mf
-from proofs_check.claims.evidence import ClaimResult
-from proofs_check.claims.registry import matrix_free
-from proofs_check.claims.scale_run import SLOPE_TOL, ScaleRun, control_result, numeric_result
+from proofs_check.verdicts.evidence import ClaimResult
+from proofs_check.verdicts.registry import matrix_free
+from proofs_check.verdicts.scale_run import SLOPE_TOL, ScaleRun, control_result, numeric_result
 
 
 @matrix_free("1.1", variants={"smooth-path"})

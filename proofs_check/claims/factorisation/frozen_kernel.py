@@ -16,11 +16,11 @@ from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.on_stack import matrix_spec
-from proofs_check.claims.standing import HOLDS, PAPER
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict, shrink
+from proofs_check.verdicts.on_stack import matrix_spec
+from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict, shrink
 from theory import factorisation as th
 
 

@@ -16,11 +16,11 @@ from numerics import random_stack
 from numerics.jacobians import eigen_blocks, reference_input, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.on_stack import matrix_spec
-from proofs_check.claims.standing import HOLDS, PAPER
-from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import Verdict
+from proofs_check.verdicts.on_stack import matrix_spec
+from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import Verdict
 from proofs_check.claims.factorisation.frozen_kernel import EPS64, F64
 from theory import factorisation as th
 

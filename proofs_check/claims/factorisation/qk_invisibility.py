@@ -14,11 +14,11 @@ from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input, stack_jacobian, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.claims.on_stack import matrix_spec
-from proofs_check.claims.standing import HOLDS, PAPER
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict, shrink
+from proofs_check.verdicts.on_stack import matrix_spec
+from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict, shrink
 from proofs_check.claims.factorisation.frozen_kernel import SLOPE_TOL
 from theory import factorisation as th
 

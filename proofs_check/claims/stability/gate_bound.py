@@ -14,10 +14,10 @@ import torch
 from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
 from numerics.spec import StackSpec
-from proofs_check.claims.standing import RECONSTRUCTION
-from proofs_check.claims.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
-from proofs_check.claims.registry import claim, evaluate, on_stack
-from proofs_check.claims.on_stack import EXACT, Verdict, matrix_spec
+from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
+from proofs_check.verdicts.registry import claim, evaluate, on_stack
+from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec
 from theory import stability as th
 
 EPS = 2.0**-52

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 
 from numerics import stability as ns
-from proofs_check.claims.standing import RECONSTRUCTION
-from proofs_check.claims.evidence import ClaimResult, ControlResult, NumericResult
-from proofs_check.claims.registry import arch_free, claim, no_matrix_free
+from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult
+from proofs_check.verdicts.registry import arch_free, claim, no_matrix_free
 from proofs_check.claims.stability.gate_bound import rounding_tol, symbolic_step, log_norm_direct
 from theory import stability as th
 

@@ -37,8 +37,8 @@ def recorded_ledgers(cache_dir: str | None) -> list[dict]:
 
 def points(ctx) -> dict[str, list[tuple[int, int, float]]]:
     """claim -> [(T, d, error / tolerance)] over the live sizes and the recorded ledgers."""
-    from proofs_check.claims.registry import load_checks, scale_claims
-    from proofs_check.claims.scale_run import ScaleRun
+    from proofs_check.verdicts.registry import load_checks, scale_claims
+    from proofs_check.verdicts.scale_run import ScaleRun
     from proofs_check.runners.scale import run_scale_claim
 
     load_checks()
