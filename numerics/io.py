@@ -211,6 +211,42 @@ def write_json(path: str | os.PathLike, data) -> None:
     write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+#: the largest input file read whole (a ledger, a spec, a config): larger ones are refused unread
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+def read_input(path: str | os.PathLike, name: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file, read only if it is a regular file of at most ``max_bytes``.
+
+    A FIFO (whose open would block until a writer comes), a device (``/dev/zero`` never ends), a
+    folder or a file above the cap is refused with a ValueError naming ``name`` and the path,
+    before a byte is read; so is a file that grows past the cap while it is read."""
+    text = os.fspath(path)
+    try:
+        info = os.stat(text)
+    except FileNotFoundError:
+        raise ValueError(f"{name} {text}: no such file") from None
+    except OSError as err:
+        raise ValueError(f"{name} {text}: cannot be read ({type(err).__name__}: {err.strerror or err})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ValueError(f"{name} {text}: is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{name} {text}: not a regular file (a FIFO, device or socket is not read)")
+    if info.st_size > max_bytes:
+        raise ValueError(f"{name} {text}: {info.st_size} bytes, more than the {max_bytes} an input may have")
+    try:
+        fd = os.open(text, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat
+                raise ValueError(f"{name} {text}: not a regular file")
+            data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise ValueError(f"{name} {text}: cannot be read ({type(err).__name__}: {err.strerror or err})") from None
+    if len(data) > max_bytes:
+        raise ValueError(f"{name} {text}: grew past the {max_bytes} bytes an input may have while it was read")
+    return data
+
+
 def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
     """Remove the temporary files that killed writers left under ``folder``; return them.
 

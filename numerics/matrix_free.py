@@ -24,14 +24,7 @@ import torch
 from torch.func import functional_call
 
 from numerics.factorisation import common_kernel, layer_B_C, polynomial_coefficients
-
-UNIT_ROUNDOFF = {torch.float64: 2.0**-53, torch.float32: 2.0**-24}
-
-
-def unit_roundoff(dtype: torch.dtype) -> float:
-    if dtype not in UNIT_ROUNDOFF:
-        raise ValueError(f"dtype={dtype} has no stated unit roundoff (float64 or float32)")
-    return UNIT_ROUNDOFF[dtype]
+from numerics.precision import unit_roundoff
 
 
 def dot_product_length(T: int, d: int, layers: int, mlp_ratio: int = 4) -> int:

@@ -300,14 +300,14 @@ def load_json(path, model: type[BaseModel], name: str) -> dict:
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(text, str) or text.strip() == "":
         raise InvalidInput(f"{name} {text!r}: the path is empty")
+    from numerics.io import read_input
+
     try:
-        raw = Path(text).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(f"{name} {text}: no such file") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{name} {text}: is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InvalidInput(f"{name} {text}: cannot be read ({type(err).__name__}: {err})") from None
+        raw = read_input(text, name).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidInput(f"{name} {text}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except ValueError as err:
+        raise InvalidInput(str(err)) from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as err:
@@ -320,8 +320,50 @@ def load_json(path, model: type[BaseModel], name: str) -> dict:
     return data
 
 
+def ledger_inconsistencies(ledger: dict) -> list[str]:
+    """What in a ledger its own numbers contradict, each as ``claims[i] (id): why``.
+
+    The ledger's rule (``proofs_check.verdicts.evidence.decide``) makes an entry *verified* only when
+    every symbolic step is proved, the numeric route ran (cases > 0) with a finite error within its
+    tolerance, and the control failed as predicted; a stored status the stored numbers do not give
+    is a forged or damaged ledger.  For any status: proved ≤ steps, and no claim twice."""
+    problems, seen = [], set()
+    for i, entry in enumerate(ledger.get("claims", [])):
+        where = f"claims[{i}] ({entry.get('id')})"
+        if entry.get("id") in seen:
+            problems.append(f"{where}: claim {entry.get('id')} appears twice")
+        seen.add(entry.get("id"))
+        symbolic = entry.get("symbolic") or {}
+        if symbolic.get("proved", 0) > symbolic.get("steps", 0):
+            problems.append(f"{where}: symbolic.proved={symbolic.get('proved')} > steps={symbolic.get('steps')}")
+        if entry.get("status") != "verified":
+            continue
+        if symbolic.get("proved") != symbolic.get("steps"):
+            problems.append(f"{where}: status verified with {symbolic.get('proved')}/{symbolic.get('steps')} "
+                            "symbolic steps proved")
+        numeric = entry.get("numeric")
+        if numeric is not None:
+            error, tolerance = numeric.get("max_error"), numeric.get("tolerance")
+            if numeric.get("cases", 0) < 1:
+                problems.append(f"{where}: status verified with numeric.cases={numeric.get('cases')}")
+            elif (error is None or tolerance is None or not math.isfinite(error) or not math.isfinite(tolerance)
+                  or error > tolerance):
+                problems.append(f"{where}: status verified with numeric.max_error={error} above "
+                                f"numeric.tolerance={tolerance}")
+        control = entry.get("control")
+        if control is not None and control.get("status") != "fails-as-predicted":
+            problems.append(f"{where}: status verified with control.status={control.get('status')!r}")
+    return problems
+
+
 def load_ledger(path, name: str = "--ledger") -> dict:
-    """A ledger JSON file, checked against its schema (:class:`proofs_check.runners.ledger_schema.Ledger`)."""
+    """A ledger JSON file, checked against its schema (:class:`proofs_check.runners.ledger_schema.Ledger`)
+    and for consistency (:func:`ledger_inconsistencies`): a status its own numbers contradict is refused."""
     from proofs_check.runners.ledger_schema import Ledger
 
-    return load_json(path, Ledger, name)
+    data = load_json(path, Ledger, name)
+    problems = ledger_inconsistencies(data)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InvalidInput(f"{name} {os.fspath(path)}: {problems[0]}{more}; the ledger contradicts its own numbers")
+    return data

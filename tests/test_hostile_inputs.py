@@ -52,6 +52,17 @@ ARABIC_64 = "\u0666\u0664"  # ٦٤
 FULLWIDTH_8 = "\uff18"  # ８
 DEVANAGARI_2 = "\u0968"  # २
 
+def _ledger(**entry) -> str:
+    """A ledger that passes the schema, its one entry (claim 2.1) changed by ``entry``."""
+    claim = {"id": "2.1", "status": "verified", "family": "factorisation", "title": "t", "seconds": 0.1,
+             "symbolic": {"steps": 6, "proved": 6}, "numeric": {"cases": 4, "max_error": 1e-15, "tolerance": 1e-12},
+             "control": {"status": "fails-as-predicted"}}
+    claim.update(entry)
+    env = {k: "x" for k in ("python", "platform", "device", "torch", "sympy", "numpy", "scipy", "mpmath")}
+    return json.dumps({"claims": [claim], "environment": {**env, "cuda": None},
+                       "options": {"profile": "ci", "quick": True}})
+
+
 CLI: list[Case] = [
     # simulate: sizes and structure
     Case(["simulate", "--T", "65", "--P", "8", "--device", "cpu"], 2, "T=65 is not divisible by P=8"),
@@ -160,6 +171,19 @@ CLI: list[Case] = [
          setup='text:wrong.json:{"claims": [{"status": "verified"}]}'),
     Case(["grid", "--ledger", "wrong.json"], 2, "field (top level)",
          setup='text:wrong.json:[1, 2, 3]'),
+    # matrix: inputs that are not regular files are refused unread; a ledger its numbers contradict
+    Case(["grid", "--ledger", "/dev/zero"], 2, "--ledger /dev/zero: not a regular file"),
+    Case(["grid", "--ledger", "fifo"], 2, "--ledger fifo: not a regular file", setup="fifo:fifo"),
+    Case(["grid", "--ledger", "forged.json"], 2, "numeric.max_error=0.001 above numeric.tolerance=1e-12",
+         setup="text:forged.json:" + _ledger(numeric={"cases": 4, "max_error": 1e-3, "tolerance": 1e-12})),
+    Case(["grid", "--ledger", "forged.json"], 2, "verified with 0/6 symbolic steps proved",
+         setup="text:forged.json:" + _ledger(symbolic={"steps": 6, "proved": 0})),
+    Case(["grid", "--ledger", "forged.json"], 2, "control.status='did-not-fail'",
+         setup="text:forged.json:" + _ledger(control={"status": "did-not-fail"})),
+    Case(["grid", "--ledger", "forged.json"], 2, "numeric.cases=0",
+         setup="text:forged.json:" + _ledger(numeric={"cases": 0, "max_error": 0.0, "tolerance": 1.0})),
+    Case(["grid", "--ledger", "forged.json"], 2, "proved=7 > steps=6",
+         setup="text:forged.json:" + _ledger(status="failed", symbolic={"steps": 6, "proved": 7})),
     Case(["grid", "--claim", "9.9"], 2, "--claim 9.9"),
     Case(["grid", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
     Case(["grid", "--quick", "--full"], 2, "--full"),
@@ -219,6 +243,8 @@ def _setup(folder: Path, spec: str | None) -> None:
         (folder / rest).write_bytes(b'name = "x"\n# \xff\xfe\n')
     elif kind == "loop":
         (folder / rest).symlink_to(rest)
+    elif kind == "fifo":
+        os.mkfifo(folder / rest)
     elif kind == "dangling":
         (folder / rest).symlink_to(folder / "nowhere" / "deeper")
 
@@ -509,3 +535,18 @@ def test_fuzzed_check_argv_never_tracebacks(argv, tmp_path_factory, capsys):
             _fuzz(["check", "--no-progress", *argv], capsys)
     finally:
         os.chdir(cwd)
+
+
+def test_a_consistent_ledger_is_read_and_an_oversized_input_is_refused_unread(tmp_path):
+    """The control for the forged-ledger cases: the same ledger with its numbers agreeing loads; and
+    an input above the size cap is refused from its size alone."""
+    from numerics.io import read_input
+    from proofs_check.validation import load_ledger
+
+    good = tmp_path / "ledger.json"
+    good.write_text(_ledger())
+    assert load_ledger(good)["claims"][0]["status"] == "verified"
+    (tmp_path / "failed.json").write_text(_ledger(status="failed", symbolic={"steps": 6, "proved": 0}))
+    assert load_ledger(tmp_path / "failed.json")["claims"][0]["status"] == "failed"
+    with pytest.raises(ValueError, match="more than the 10 an input may have"):
+        read_input(good, "--ledger", max_bytes=10)
