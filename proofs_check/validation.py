@@ -26,7 +26,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -179,6 +179,14 @@ class CheckParams(BaseModel):
     profile: Literal["ci", "random", "thorough"] = "ci"
     quick: bool = True
     seed: int | None = None
+    cache_dir: Any = None
+
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_dir(cls, value):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ValueError(f"cache_dir={value!r} must be a path")
+        return check_cache_dir(value)
 
     @field_validator("seed")
     @classmethod
@@ -191,6 +199,21 @@ class CheckParams(BaseModel):
     @classmethod
     def _claims(cls, value):
         return validate_claims(value)
+
+
+def check_cache_dir(path: str | None, name: str = "cache folder") -> str | None:
+    """Refuse a cache folder (``path``, or ``$FASTSLOW_CACHE``, or ``out/cache``) that exists as a
+    file or lies under one: the trained runs could be neither read nor written there."""
+    from numerics.training import default_cache_dir
+
+    folder = Path(os.fspath(path)) if path is not None else default_cache_dir()
+    for part in [folder, *folder.parents]:
+        if part.exists() and not part.is_dir():
+            raise InvalidInput(f"{name} {folder}: {part} is a file, not a folder (set FASTSLOW_CACHE to "
+                               "another folder, or move the file)")
+        if part.is_dir():
+            break
+    return path
 
 
 def validate_check(**kwargs) -> CheckParams:

@@ -218,6 +218,11 @@ CLI: list[Case] = [
     Case(["check", "--dtype", "float32", "--claim", "1.1"], 2, "--dtype float32 needs --scale"),
     Case(["train", "--tokens", str(10**12), "--no-progress", "--out", "ck"], 2, "--tokens=1000000000000"),
     Case(["mutate", "--workers", "0", "--theory-only"], 2, "--workers"),
+    Case(["train", "--experiment", "7.3", "--seeds", "0", "0", "0", "0", "0", "--out", "o", "--no-progress"], 2,
+         "seed 0 given more than once"),
+    Case(["train", "--experiment", "7.3", "--seeds", "1", "2", "1", "--out", "o", "--no-progress"], 2,
+         "seed 1 given more than once"),
+    Case(["check", "--claim", "7.3"], 2, "out/cache is a file, not a folder", setup="cachefile:out/cache"),
     # simulate: the gate certificate's memory is part of the estimate
     Case(["simulate", "--T", "4096", "--P", "8", "--d", "8", "--layers", "1", "--heads", "2", "--device", "cpu",
           "--max-memory", "16G"], 2, "needs an estimated"),
@@ -243,6 +248,9 @@ def _setup(folder: Path, spec: str | None) -> None:
         (folder / rest).write_bytes(b'name = "x"\n# \xff\xfe\n')
     elif kind == "loop":
         (folder / rest).symlink_to(rest)
+    elif kind == "cachefile":  # a user's file where the trained runs' cache would go
+        (folder / rest).parent.mkdir(parents=True)
+        (folder / rest).write_text("mine")
     elif kind == "fifo":
         os.mkfifo(folder / rest)
     elif kind == "dangling":

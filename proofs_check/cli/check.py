@@ -1,6 +1,6 @@
 """``fastslow check``: the ledger — every claim's symbolic steps, independent numeric routes and
 negative control (``proofs_check.runners.check``); ``--stack`` on a trained checkpoint, ``--scale``
-matrix-free at a preset's size (``proofs_check.runners.scale``).  Exit 1 when a claim fails."""
+matrix-free at a preset's size (``proofs_check.runners.scale``).  Exit 1 when a claim fails or its check raised (error)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from proofs_check.runners.check import format_table, run_checks
+    from proofs_check.runners.check import exit_code, format_table, run_checks
 
     claims = validate_claims(args.claim)
     if args.scale and args.stack:
@@ -80,12 +80,12 @@ def run(args) -> int:
         from proofs_check.verdicts.standing import summary_markdown
 
         write_text(args.summary, summary_markdown(ledger))
-    return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
+    return exit_code(ledger)
 
 
 def _check_stack(args, claims, drift) -> int:
     """``check --stack CKPT``: the on-stack claims on a trained checkpoint (proofs_check.runners.check)."""
-    from proofs_check.runners.check import format_stack_table, run_stack_checks
+    from proofs_check.runners.check import exit_code, format_stack_table, run_stack_checks
 
     ledger = run_stack_checks(args.stack, claims, device=args.device, profile=args.profile, quick=quick(args),
                               progress=not args.no_progress)
@@ -93,12 +93,12 @@ def _check_stack(args, claims, drift) -> int:
     print(format_stack_table(ledger), file=table_stream(args))
     if args.json:
         write_json(args.json, ledger)
-    return 0 if all(c["status"] != "fails" for c in ledger["claims"]) else 1
+    return exit_code(ledger)
 
 
 def _check_scale(args, claims) -> int:
     """``check --scale PRESET``: every claim's scale form at the preset's size (proofs_check.runners.scale)."""
-    from proofs_check.runners.check import format_table
+    from proofs_check.runners.check import exit_code, format_table
     from proofs_check.runners.scale import format_sizes, run_scale
 
     ledger = run_scale(args.scale, claims, device=args.device, dtype=args.dtype or "float64", seed=seed(args),
@@ -106,4 +106,4 @@ def _check_scale(args, claims) -> int:
     print(format_table(ledger) + "\n" + format_sizes(ledger), file=table_stream(args))
     if args.json:
         write_json(args.json, checked_ledger(ledger))
-    return 0 if all(c["status"] != "failed" for c in ledger["claims"]) else 1
+    return exit_code(ledger)

@@ -41,4 +41,4 @@ def run(args) -> int:
     print(grid.format_table(result), file=table_stream(args))
     if args.json:
         write_json(args.json, result)
-    return 0
+    return grid.exit_code(result)

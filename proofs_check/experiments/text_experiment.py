@@ -87,6 +87,10 @@ def run(cache_dir: str | Path, cfg: TextConfig = TEXT_73, seeds=SEEDS, *, worker
     seeds = tuple(seeds)
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
         raise ValueError(f"--seeds {seeds!r} must be one or more integers")
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise ValueError(f"--seeds {' '.join(map(str, seeds))}: seed {', '.join(map(str, repeated))} given more than "
+                         "once; one seed is one run, counted once (give distinct seeds)")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--workers={workers!r} must be a positive integer")
     key = experiment_key(cfg, seeds)

@@ -10,6 +10,7 @@ from proofs_check.verdicts.registry import get, load_checks
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim
 from proofs_check.tables import text_table
+from proofs_check.verdicts.vocabulary import Decision, StackVerdict, words
 
 
 def check_seed(profile: str, seed: int | None) -> int:
@@ -33,7 +34,8 @@ def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profi
 
     from proofs_check.validation import validate_check
 
-    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick, seed=seed)
+    params = validate_check(claim_ids=claim_ids, device=device, profile=profile, quick=quick, seed=seed,
+                            cache_dir=cache_dir)
     load_checks()
     ids = params.claim_ids or list(CLAIM_IDS)
     seed = check_seed(profile, seed)
@@ -58,6 +60,14 @@ def with_standing(record: dict) -> dict:
     if conflict:
         record["standing_conflict"] = conflict
     return record
+
+
+def exit_code(ledger: dict) -> int:
+    """``fastslow check``'s exit status: 1 when a claim's check failed or raised (error), else 0.  Serves
+    both the ledger (verified / failed / error / skipped) and ``check --stack`` (holds / conditional / fails /
+    n/a / error)."""
+    bad = {Decision.FAILED, Decision.ERROR, StackVerdict.FAILS, StackVerdict.ERROR}
+    return 1 if any(c["status"] in bad for c in ledger["claims"]) else 0
 
 
 def _claim_label(cid: str) -> str:
@@ -95,21 +105,22 @@ def format_table(ledger: dict) -> str:
         rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, ledger_word(c),
                      f"{c.get('seconds', 0):.1f}"))
     lines = [format_summary(ledger), ""] + text_table(rows)
-    counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in ("verified", "failed", "skipped")}
+    counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in words(Decision)}
     opts = ledger.get("options", {})
     sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"
     steps = sum(c["symbolic"]["steps"] for c in ledger["claims"])
     proved = sum(c["symbolic"]["proved"] for c in ledger["claims"])
     off = sum(c["status"] == "verified" and c.get("standing") == FAILS for c in ledger["claims"])
     qualifier = f" ({off} of them only off the paper's setting, where it fails)" if off else ""
-    lines.append(f"\n{counts['verified']} verified{qualifier}, {counts['failed']} failed, {counts['skipped']} skipped; "
+    lines.append(f"\n{counts['verified']} verified{qualifier}, {counts['failed']} failed, {counts['error']} error, "
+                 f"{counts['skipped']} skipped; "
                  f"profile {opts.get('profile', 'ci')}, {sizes}: {proved}/{steps} symbolic steps proved "
                  "(the step count depends on the profile and sizes)")
     if "seed" in opts:
         lines.append(f"stacks drawn from seed {opts['seed']} (reproduce with {opts['reproduce']})")
     for c in ledger["claims"]:
-        if c["status"] == "failed":
-            lines.append(f"  {c['id']} failed: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")
+        if c["status"] in (Decision.FAILED, Decision.ERROR):
+            lines.append(f"  {c['id']} {c['status']}: {c.get('detail') or (c.get('control') or {}).get('detail', '')}")
         if c.get("finding"):
             lines.append(f"  {c['id']} finding: {c['finding']}")
     return "\n".join(lines)
@@ -146,7 +157,7 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
         title = entry.title or "(not implemented)"
         if entry.on_stack is None:
             reason = entry.arch_free or "no on-stack form of this claim is registered"
-            claims.append({"id": cid, "title": title, "status": "n/a", "reason": reason, "verdict": None})
+            claims.append({"id": cid, "title": title, "status": StackVerdict.NA, "reason": reason, "verdict": None})
             continue
         bar.set_postfix_str(cid)
         verdict = entry.evaluate(spec, ctx)
@@ -180,5 +191,5 @@ def format_stack_table(ledger: dict) -> str:
         form = (v.get("measured") or {}).get("form", "-")
         rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:100]))
     table = text_table(rows)
-    counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in ("holds", "conditional", "fails", "n/a")}
+    counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in words(StackVerdict)}
     return "\n".join(lines + table + ["", ", ".join(f"{v} {k}" for k, v in counts.items())])
