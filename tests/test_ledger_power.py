@@ -94,6 +94,52 @@ def test_ledger_2_3_refuses_a_wrong_transpose(monkeypatch):
     assert len(rows) == 2 and all(r["Jᵀ vs vjp / γ"] > 1e6 for r in rows)
 
 
+def test_adjoint_identity_needs_independent_probes(monkeypatch):
+    """V = U (one seed reused): ⟨U, J·U⟩ = ⟨J·U, U⟩, so Jᵀ computed as J passes the identity (error at
+    rounding level); the probe cosine (exactly 1) is above the dependence bound and the identity is refused
+    (inf).  Independent seeds: cosine ≈ 1/√(T·d) ≈ 0.18, below the bound, and the identity measures the error."""
+    from numerics import matrix_free as mf
+    from numerics import random_stack
+    from numerics.stack import random_xbar
+
+    st, xbar = random_stack(8, 4, 3, 2, "causal", seed=0), random_xbar(4, 0)
+    U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
+    X = mf.reference_state(st, xbar)
+    good = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, V_)
+    assert good["probe_cosine"] < good["cosine_bound"] and math.isfinite(good["adjoint"])
+    same = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, U_.clone())
+    assert same["probe_cosine"] > 1 - 1e-12 and same["adjoint"] == math.inf
+    apply = mf.JacobianAction.apply        # Jᵀ computed as J (both transposes dropped)
+    monkeypatch.setattr(mf.JacobianAction, "apply", lambda self, V, transpose=False: apply(self, V, False))
+    monkeypatch.setattr(mf, "dependence_bound", lambda n: math.inf)        # the guard switched off
+    blind = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, U_.clone())
+    assert blind["adjoint"] <= mf.rounding_tolerance(8, 4, 3, torch.float64) + 8 * 4 * U   # passes: why the guard
+
+
+def test_dependence_bound_is_not_reached_by_independent_probes():
+    """Independent seeds over 200 pairs at n = T·d = 32 and 4096: every cosine below the bound (false-alarm
+    probability ≈ 2e-9 per pair); the bound is below 1 for n > 36 and just below 1 at small n."""
+    from numerics import matrix_free as mf
+
+    for T, d in ((8, 4), (64, 64)):
+        cos = [mf.probe_cosine(mf.probes(1, T, d, seed=2 * s), mf.probes(1, T, d, seed=2 * s + 1)) for s in range(200)]
+        assert max(cos) < mf.dependence_bound(T * d)
+    assert mf.dependence_bound(4096) == 6 / 64 and mf.dependence_bound(16) == 1 - 1e-6
+
+
+def test_ledger_2_3_refuses_reused_probe_seeds(monkeypatch):
+    """Every probe drawn from one seed (U = V): 2.3's adjoint rows are refused (inf) by the ledger alone,
+    while its Jᵀ-vs-vjp rows are unchanged (the other guard)."""
+    from numerics import matrix_free as mf
+
+    draw = mf.probes
+    monkeypatch.setattr(mf, "probes", lambda k, T, d, *, seed, **kw: draw(k, T, d, seed=0, **kw))
+    entry = run_claim("2.3", CheckContext())
+    assert entry["status"] == "failed" and math.isinf(entry["numeric"]["max_error"])
+    rows = [r for r in entry["numeric"]["table"] if "adjoint / tol" in r]
+    assert rows and all(math.isinf(r["adjoint / tol"]) and r["Jᵀ vs vjp / γ"] <= 1 for r in rows)
+
+
 @pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
 def test_scale_forms_refuse_a_wrong_transpose(monkeypatch, claim_id):
     """check --scale: the forms whose power iterations apply Jᵀ verify unmutated and fail without Aᵀ."""
