@@ -179,18 +179,20 @@ def distance_reach(stack: Stack, inputs: torch.Tensor) -> dict:
 
 def text_inputs(checkpoint: str, T: int, windows: int, dtype=torch.float64) -> torch.Tensor:
     """Real inputs of a trained stack: its checkpoint's embedding (a fastslow language model's ``embed``, or an
-    imported GPT-2's wte + wpe) of ``windows`` validation windows of the shipped corpus, shape (windows, T, d)."""
+    imported GPT-2's wte + wpe) of ``windows`` validation windows of the shipped corpus in the checkpoint's
+    tokens (``numerics.held_out.text_tokens``: any vocabulary size), shape (windows, T, d)."""
     from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus
+    from numerics.held_out import text_tokens
 
     tensors, _ = ckpt.load(checkpoint)
-    tokens = ByteCorpus.load().validation_windows(T, windows)
     if "embed" in tensors["model"]:                      # a fastslow-trained language model
-        return tensors["model"]["embed"].to(dtype)[tokens]
+        embedding = tensors["model"]["embed"].to(dtype)
+        return embedding[text_tokens(T, embedding.shape[0], windows)]
     if "embedding.wte" in tensors.get("outside", {}):    # an imported GPT-2: token plus position embeddings
         from numerics.hf_gpt2 import embed
 
-        return embed({k: v.to(dtype) for k, v in tensors["outside"].items()}, tokens)
+        outside = {k: v.to(dtype) for k, v in tensors["outside"].items()}
+        return embed(outside, text_tokens(T, outside["embedding.wte"].shape[0], windows, gpt2=True))
     raise ckpt.CheckpointError(f"checkpoint {checkpoint}: no embedding to turn text into inputs")
 
 

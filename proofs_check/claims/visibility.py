@@ -275,7 +275,7 @@ def injection_overlap(stack) -> float:
     return float(nv.persistent_vector(stack) @ s)
 
 
-@on_stack("4.2", specs=specs_4_2, homogeneous_reference=True)
+@on_stack("4.2", specs=specs_4_2, homogeneous_reference=True, along_text=True)
 def evaluate_4_2(spec, ctx) -> Verdict:
     """The slow path's cross-block coupling is visible iff the persistent component sees a block ≥ 1.
 
@@ -290,6 +290,10 @@ def evaluate_4_2(spec, ctx) -> Verdict:
     (generated formula, same scale), ``visible`` (wᵀs ≠ 0), ``slow_rank_gated`` (d or 0),
     ``slow_rank_closed`` (0).
     """
+    if spec.checkpoint is not None:   # a trained or imported model: at the states its held-out text visits
+        from proofs_check.claims import along_text
+
+        return along_text.gate_visibility(spec)
     if spec.arch != "preln":
         return _arch_4_2(spec, ctx)
     if spec.P is None:

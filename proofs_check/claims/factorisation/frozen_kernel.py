@@ -129,10 +129,14 @@ def _factorisation_preln(spec: StackSpec) -> Verdict:
                    counterexample=None if status == "holds" else {"spec": spec.as_dict()})
 
 
-@on_stack("2.1", specs=_factorisation_specs, homogeneous_reference=True)
+@on_stack("2.1", specs=_factorisation_specs, homogeneous_reference=True, along_text=True)
 def evaluate_2_1(spec: StackSpec, ctx) -> Verdict:
     """Block diagonality at 1x̄ᵀ in the kernel's eigenbasis; preln: every block equals the generated
     G(λ) (from ``G_layer`` and from ``B_layer``, ``C_layer``) and ``ln_jacobian`` equals autograd."""
+    if spec.checkpoint is not None:   # a trained or imported model: at the states its held-out text visits
+        from proofs_check.claims import along_text
+
+        return along_text.factorisation_layers(spec)
     if spec.arch == "preln":
         return _factorisation_preln(spec)
     if spec.arch == "compressed":

@@ -104,10 +104,14 @@ def matrix_free_adjoint(spec: StackSpec, probes: int = 4) -> tuple[dict, list[De
 
 # the dense form of a preln stack is already jvp probes (no (Td)² Jacobian): it runs up to the ledger's full
 # size T·d = 256·16
-@on_stack("2.3", specs=_polynomial_specs, homogeneous_reference=True, dense_features=4096)
+@on_stack("2.3", specs=_polynomial_specs, homogeneous_reference=True, along_text=True, dense_features=4096)
 def evaluate_2_3(spec: StackSpec, ctx) -> Verdict:
     """J = Σ_m A^m ⊗ K_m; preln: probes by jvp against the generated coefficients' K_m; a variant: the
     blocks are a polynomial of the variant's attention degree D in λ (and not of degree D − 1)."""
+    if spec.checkpoint is not None:   # a trained or imported model: at the states its held-out text visits
+        from proofs_check.claims import along_text
+
+        return along_text.factorisation_stack(spec)
     if spec.arch == "preln":
         err, tol = polynomial_form_error(spec.T, d=spec.d, L=spec.layers, seed=spec.seed, stack=spec.build())
         status = "holds" if err <= tol else "fails"

@@ -47,10 +47,14 @@ def _qk_invisibility(spec: StackSpec, homogeneous=True):
     return max(float((out1 - out0).norm() / out0.norm()), float(torch.linalg.norm(J1 - J0) / torch.linalg.norm(J0)))
 
 
-@on_stack("2.4", specs=_qk_specs, homogeneous_reference=True)
+@on_stack("2.4", specs=_qk_specs, homogeneous_reference=True, along_text=True)
 def evaluate_2_4(spec: StackSpec, ctx) -> Verdict:
     """W_Q, W_K invisible at 1x̄ᵀ: preln, ∂(A_ℓ, X_L, J)/∂(W_Q, W_K) = 0 by autograd; a variant,
     redrawing W_Q, W_K leaves output and Jacobian unchanged (and changes them off the reference)."""
+    if spec.checkpoint is not None:   # a trained or imported model: at the states its held-out text visits
+        from proofs_check.claims import along_text
+
+        return along_text.qk_invisibility(spec)
     if spec.arch == "preln":
         at_ref = qk_derivative_norm(0.0, spec)
         status = "holds" if at_ref <= 1e-13 else "fails"
