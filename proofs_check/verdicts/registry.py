@@ -58,6 +58,7 @@ class Claim:
     not_applicable: dict | Callable = field(default_factory=dict, repr=False)
     homogeneous_reference: bool = False   # stated at 1x̄ᵀ with the slow-path gates as built (gate 0)
     dense_features: int = DENSE_FEATURES  # the largest T·d the dense form runs at
+    along_text: bool = False              # on a checkpoint, evaluate measures along its held-out text
     arch_free: str | None = None          # why the grid does not evaluate it per architecture
     # -- matrix-free (proofs_check.verdicts.scale_run) --
     matrix_free: Callable | None = field(default=None, repr=False)   # form(run: ScaleRun) -> ClaimResult
@@ -98,7 +99,10 @@ class Claim:
         if reason:
             return O.Verdict(self.id, "n/a", reason=reason, spec=spec.as_dict())
         start = time.perf_counter()
-        verdict = O.off_reference(self, spec) if self.homogeneous_reference and spec.checkpoint else None
+        if spec.checkpoint is not None and self.along_text:   # at the states the checkpoint's text visits
+            verdict = O.dense_verdict(self, spec, ctx)
+        else:
+            verdict = O.off_reference(self, spec) if self.homogeneous_reference and spec.checkpoint else None
         if verdict is None:
             if spec.T * spec.d > self.dense_features and self.matrix_free is not None:
                 verdict = O.matrix_free_verdict(self, spec)
@@ -151,17 +155,20 @@ def claim(id: str, *, title: str, family: str, statement: str, assumptions: list
 
 
 def on_stack(id: str, *, specs: Callable, not_applicable: dict | Callable | None = None,
-             homogeneous_reference: bool = False, dense_features: int = DENSE_FEATURES):
+             homogeneous_reference: bool = False, dense_features: int = DENSE_FEATURES, along_text: bool = False):
     """Register the decorated ``evaluate(spec, ctx) -> Verdict`` as claim ``id`` on one stack (its dense form),
     with the stacks it is checked on by default (``specs(arch, ctx)``), the architectures it does not apply
     to (``not_applicable``: arch -> reason, or a function arch -> reason or None), whether it is stated at the
-    token-homogeneous reference 1x̄ᵀ with the gates as built, and the largest T·d its dense form runs at."""
+    token-homogeneous reference 1x̄ᵀ with the gates as built, the largest T·d its dense form runs at, and
+    whether, on a checkpoint's weights, it measures the claim at the states the held-out text visits
+    (``numerics.held_out``) at any size instead of at 1x̄ᵀ."""
     entry = _entry(id)
 
     def register(fn):
         entry.on_stack, entry.specs = fn, specs
         entry.not_applicable = not_applicable if callable(not_applicable) else dict(not_applicable or {})
         entry.homogeneous_reference, entry.dense_features = homogeneous_reference, dense_features
+        entry.along_text = along_text
         return fn
 
     return register
