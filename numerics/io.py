@@ -3,9 +3,11 @@
 A regular file is written to a temporary file in the same folder, flushed and fsynced,
 then renamed over the target (and the folder fsynced), so an interrupted run leaves the
 previous file or none, never half of one.  The temporary file is removed on any
-exception, on SIGINT and on SIGTERM; a SIGKILL can leave one behind, and its name
-(``.<target>.fastslow-<pid>-<random>.tmp``) lets :func:`remove_stale_temps` find it later:
-it removes only names of that form whose writer is gone, never another file.
+exception, on SIGINT and on SIGTERM; a SIGKILL can leave one behind.  Inside a folder a command
+owns (``numerics.outdir.claim``), the temporary's name carries that folder's owner token, which
+only the folder's marker records: ``.<target>.fastslow-<pid>-<token>-<random>.tmp``.  So
+:func:`remove_stale_temps` removes only temporaries a record of this tool names (the token) and
+whose writer is gone; a file that merely looks like one, with a dead pid, is never touched.
 
 Crash injection (for tests): with ``FASTSLOW_CRASH_AT_WRITE=N[:POINT]`` in the environment
 the N-th atomic write of the process (counted from 1) stops the process with
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import signal
@@ -35,8 +38,9 @@ from pathlib import Path
 
 STDOUT = "-"
 TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"^\..+\.fastslow-(\d+)-[^.]+\.tmp$")
+_TEMP_NAME = re.compile(r"^\..+\.fastslow-(\d+)-(?:([0-9a-f]{16})-)?[^.-]+\.tmp$")
 _live_temps: set[str] = set()
+_tokens: dict[str, str] = {}  # realpath of an owned folder -> its owner token
 _lock = threading.Lock()
 
 CRASH_ENV = "FASTSLOW_CRASH_AT_WRITE"
@@ -74,6 +78,50 @@ def _maybe_crash(number: int, point: str) -> None:
 def is_own_temp(path: str | os.PathLike) -> bool:
     """True for a temporary file named by :func:`atomic_path` (``.<target>.fastslow-<pid>-<random>.tmp``)."""
     return bool(_TEMP_NAME.match(Path(path).name))
+
+
+def register_token(folder: str | os.PathLike, token: str | None) -> None:
+    """Name the temporaries written under ``folder`` with ``token`` (None: stop)."""
+    key = os.path.realpath(folder)
+    with _lock:
+        if token is None:
+            _tokens.pop(key, None)
+        else:
+            _tokens[key] = token
+
+
+def _token_for(folder: Path) -> str | None:
+    """The token of the nearest owned folder at or above ``folder``."""
+    if not _tokens:
+        return None
+    path = Path(os.path.realpath(folder))
+    for part in [path, *path.parents]:
+        token = _tokens.get(str(part))
+        if token is not None:
+            return token
+    return None
+
+
+def _json_safe(data, where: str = "", found: list | None = None):
+    """``data`` with every NaN and ±inf float replaced by None; ``found`` collects where they were."""
+    if isinstance(data, float) and not math.isfinite(data):
+        found.append(f"{where or '(top level)'}={data}")
+        return None
+    if isinstance(data, dict):
+        return {k: _json_safe(v, f"{where}.{k}" if where else str(k), found) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_json_safe(v, f"{where}[{i}]", found) for i, v in enumerate(data)]
+    return data
+
+
+def json_text(data) -> str:
+    """Strict JSON (RFC 8259: no NaN or Infinity tokens): a non-finite float is written as null, and
+    a top-level object gains ``non_finite``, the list of the fields that were not finite."""
+    found: list[str] = []
+    safe = _json_safe(data, found=found)
+    if found and isinstance(safe, dict):
+        safe["non_finite"] = found
+    return json.dumps(safe, indent=2, default=str, allow_nan=False) + "\n"
 
 
 class Terminated(BaseException):
@@ -135,8 +183,9 @@ def atomic_path(path: str | os.PathLike):
         with open(log, "a", encoding="utf-8") as fh:
             fh.write(f"{path}\n")
     with _sigterm_raises():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.fastslow-{os.getpid()}-",
-                                   suffix=TEMP_SUFFIX)
+        token = _token_for(path.parent)
+        tag = f"{os.getpid()}-{token}-" if token else f"{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.fastslow-{tag}", suffix=TEMP_SUFFIX)
         os.close(fd)
         with _lock:
             _live_temps.add(tmp)
@@ -207,8 +256,8 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 
 def write_json(path: str | os.PathLike, data) -> None:
-    """Write ``data`` as indented JSON the way :func:`write_bytes` does."""
-    write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+    """Write ``data`` as indented strict JSON (:func:`json_text`) the way :func:`write_bytes` does."""
+    write_text(path, json_text(data))
 
 
 #: the largest input file read whole (a ledger, a spec, a config): larger ones are refused unread
@@ -247,22 +296,23 @@ def read_input(path: str | os.PathLike, name: str, max_bytes: int = MAX_INPUT_BY
     return data
 
 
-def remove_stale_temps(folder: str | os.PathLike) -> list[Path]:
-    """Remove the temporary files that killed writers left under ``folder``; return them.
+def remove_stale_temps(folder: str | os.PathLike, token: str | None) -> list[Path]:
+    """Remove the temporaries that killed writers left under ``folder``; return them.
 
-    Only names of :func:`atomic_path`'s form are touched (``.<target>.fastslow-<pid>-<random>.tmp``),
-    and only when their writer is gone (its pid is not running, or it is this process and the
-    file is not one of its live temporaries): any other file, ``*.tmp`` or not, is never removed.
+    Only names of :func:`atomic_path`'s form that carry ``token`` (the folder's owner token, which
+    only this tool's marker records) are touched, and only when their writer is gone (its pid is not
+    running, or it is this process and the file is not one of its live temporaries).  Any other
+    file, a look-alike with a dead pid included, is never removed; without a token nothing is.
     """
     import psutil
 
     removed = []
     folder = Path(folder)
-    if not folder.is_dir():
+    if not token or not folder.is_dir():
         return removed
     for tmp in folder.rglob(f"*{TEMP_SUFFIX}"):
         match = _TEMP_NAME.match(tmp.name)
-        if not match or tmp.is_symlink() or not tmp.is_file():
+        if not match or match.group(2) != token or tmp.is_symlink() or not tmp.is_file():
             continue
         pid = int(match.group(1))
         if pid == os.getpid():

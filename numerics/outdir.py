@@ -4,7 +4,8 @@ A command that writes a folder (``reproduce --out``, ``train --out``, ``sweep --
 *claims* it with :func:`claim`:
 
 * a new or empty folder is created and gets the marker ``.fastslow-owner.json`` naming the
-  command (written through the atomic writer);
+  command and a random owner token (written through the atomic writer); while the claim is held,
+  the atomic writer's temporaries under the folder carry that token in their names;
 * a folder with this command's marker is the command's own, and is reused;
 * a folder with another command's marker, or a non-empty folder without a marker, is refused
   (``InvalidInput``: exit 2, the folder and the first foreign entry named), before any work.
@@ -16,8 +17,8 @@ A command that writes a folder (``reproduce --out``, ``train --out``, ``sweep --
   mixing its files in.  Claims are re-entrant within one process.
 
 A command removes only what it can prove it wrote: the atomic writer's temporaries of dead
-writers (:func:`numerics.io.remove_stale_temps`) in a folder it owns, and files its own
-records name (a checkpoint's previous tensor file, named by the manifest it wrote).
+writers that carry the folder's owner token (:func:`numerics.io.remove_stale_temps`), and files
+its own records name (a checkpoint's previous tensor file, named by the manifest it wrote).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import contextlib
 import fcntl
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Callable
 
-from numerics.io import is_own_temp, remove_stale_temps, write_json
+from numerics.io import is_own_temp, register_token, remove_stale_temps, write_json
 from numerics.params import InvalidInput
 
 MARKER = ".fastslow-owner.json"
@@ -38,16 +40,30 @@ FORMAT = "fastslow-output"
 _held: dict[str, list] = {}  # realpath -> [fd, depth]
 
 
-def owner(folder: str | os.PathLike) -> str | None:
-    """The command named by ``folder``'s marker; None without one; '?' for an unreadable one."""
+def _marker(folder) -> dict | None:
+    """The marker's content; None without one; {} for an unreadable or foreign one."""
     marker = Path(folder) / MARKER
     if not marker.is_file():
         return None
     try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-        return data["command"] if data.get("format") == FORMAT and isinstance(data.get("command"), str) else "?"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, KeyError):
-        return "?"
+        data = json.loads(marker.read_bytes()[:65536].decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    ok = isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("command"), str)
+    return data if ok else {}
+
+
+def owner(folder: str | os.PathLike) -> str | None:
+    """The command named by ``folder``'s marker; None without one; '?' for an unreadable one."""
+    data = _marker(folder)
+    return None if data is None else data.get("command", "?")
+
+
+def token(folder: str | os.PathLike) -> str | None:
+    """The owner token ``folder``'s marker records (names the temporaries written there), or None."""
+    value = (_marker(folder) or {}).get("token")
+    return value if isinstance(value, str) and len(value) == 16 and all(c in "0123456789abcdef" for c in value) \
+        else None
 
 
 def _owned_tree(folder: Path) -> bool:
@@ -128,12 +144,18 @@ def claim(path, command: str, *, name: str = "--out", inputs=(), adopt=None, loc
     folder = check(path, command, name=name, inputs=inputs, adopt=adopt)
     folder.mkdir(parents=True, exist_ok=True)
     key = _lock(folder, name, command) if lock else None
+    registered = False
     try:
         check(folder, command, name=name, inputs=inputs, adopt=adopt)  # again, now that no one else writes
-        if owner(folder) is None:
-            write_json(folder / MARKER, {"format": FORMAT, "command": command})
-        remove_stale_temps(folder)
+        mark = token(folder) or secrets.token_hex(8)
+        register_token(folder, mark)
+        registered = True
+        if token(folder) is None:  # a new folder, or a marker written before owner tokens
+            write_json(folder / MARKER, {"format": FORMAT, "command": command, "token": mark})
+        remove_stale_temps(folder, mark)
         yield folder
     finally:
         if key is not None:
             _unlock(key)
+        if registered and os.path.realpath(folder) not in _held:
+            register_token(folder, None)

@@ -142,16 +142,23 @@ with atomic_path({str(target)!r}) as tmp:
 def test_stale_temps_of_dead_writers_are_removed_live_ones_and_user_files_kept(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
-    stale = tmp_path / "figures" / f".a.png.fastslow-{dead}-x1y2abcd.tmp"
+    token = "0123456789abcdef"  # the folder's owner token (its marker records it)
+    stale = tmp_path / "figures" / f".a.png.fastslow-{dead}-{token}-x1y2abcd.tmp"
     stale.parent.mkdir()
     stale.write_bytes(b"")
-    live = tmp_path / f".b.json.fastslow-{os.getppid()}-abcd1234.tmp"  # a running process's temp
+    live = tmp_path / f".b.json.fastslow-{os.getppid()}-{token}-abcd1234.tmp"  # a running process's temp
     live.write_bytes(b"")
     user = tmp_path / "tmpq1w2.pdf.tmp"  # not the writer's naming: a user's file, however old
     user.write_bytes(b"")
     os.utime(user, (time.time() - 3600, time.time() - 3600))
     lookalike = tmp_path / f".notes.{dead}.draft.tmp"  # the writer's former naming, which a user's file can match
     lookalike.write_bytes(b"")
-    removed = remove_stale_temps(tmp_path)
+    untokened = tmp_path / f".c.png.fastslow-{dead}-x1y2abcd.tmp"  # the writer's naming, no record names it
+    untokened.write_bytes(b"")
+    other = tmp_path / f".c.png.fastslow-{dead}-fedcba9876543210-x1y2abcd.tmp"  # another folder's token
+    other.write_bytes(b"")
+    assert remove_stale_temps(tmp_path, None) == []
+    removed = remove_stale_temps(tmp_path, token)
     assert removed == [stale]
+    assert untokened.exists() and other.exists()
     assert live.exists() and user.exists() and lookalike.exists()

@@ -67,14 +67,17 @@ def test_own_folder_cleanup_removes_only_dead_writers_temporaries(tmp_path):
     lookalike = out / ".a.png.123.x1y2.tmp"  # the old temporary naming, which a user's file can match
     lookalike.write_text("mine too")
     _old(lookalike)
-    dead = out / "figures" / f".a.png.fastslow-{_dead_pid()}-x1y2abcd.tmp"
+    token = outdir.token(out)
+    dead = out / "figures" / f".a.png.fastslow-{_dead_pid()}-{token}-x1y2abcd.tmp"
     dead.write_bytes(b"half")
-    live = out / f".b.json.fastslow-{os.getppid()}-abcd1234.tmp"
+    live = out / f".b.json.fastslow-{os.getppid()}-{token}-abcd1234.tmp"
     live.write_bytes(b"")
+    untokened = out / "figures" / f".c.png.fastslow-{_dead_pid()}-x1y2abcd.tmp"  # no record of ours names it
+    untokened.write_bytes(b"a user's file that looks like a temporary")
     with outdir.claim(out, "reproduce"):
         pass
     assert user.read_text() == "mine" and lookalike.read_text() == "mine too" and live.exists()
-    assert not dead.exists()
+    assert untokened.exists() and not dead.exists()
 
 
 def test_output_folder_of_another_command_is_refused(tmp_path, capsys):
@@ -158,3 +161,33 @@ def test_the_shipped_sweep_gallery_is_sweeps_own():
 
     gallery = Path(__file__).resolve().parents[1] / "docs" / "figures" / "sweeps"
     assert outdir.owner(gallery) == "sweep" and outdir.check(gallery, "sweep", name="--figures") == gallery
+
+
+def test_train_out_keeps_a_lookalike_temporary_with_a_dead_pid(tmp_path):
+    """An ordinary ``train --out`` into its own folder: a user's file named like the atomic writer's
+    temporary, with a dead pid, in a subfolder, survives (the old cleanup removed any such name)."""
+    out = tmp_path / "ck"
+    with outdir.claim(out, "train"):
+        pass
+    notes = out / "notes"
+    notes.mkdir()
+    lookalike = notes / f".draft.md.fastslow-{_dead_pid()}-q9w8e7r6.tmp"
+    lookalike.write_text("the user's draft")
+    assert main([*TINY_TRAIN, "--out", str(out)]) == 0
+    assert lookalike.read_text() == "the user's draft"
+
+
+def test_a_killed_writer_in_an_owned_folder_leaves_a_temporary_the_next_claim_removes(tmp_path):
+    """The other half: a temporary this tool wrote (SIGKILL after its temp was written) carries the
+    folder's token, and the next claim of the folder removes it."""
+    out = tmp_path / "s"
+    code = ("import os, sys; from numerics import outdir, io\n"
+            "with outdir.claim(sys.argv[1], 'sweep'):\n"
+            "    with io.atomic_path(os.path.join(sys.argv[1], 'sub', 'rows.json')) as tmp:\n"
+            "        tmp.write_text('half'); os.kill(os.getpid(), 9)\n")
+    subprocess.run([sys.executable, "-c", code, str(out)], check=False)
+    left = list(out.rglob("*.tmp"))
+    assert len(left) == 1 and outdir.token(out) in left[0].name
+    with outdir.claim(out, "sweep"):
+        pass
+    assert list(out.rglob("*.tmp")) == []

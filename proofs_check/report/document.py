@@ -29,6 +29,7 @@ from proofs_check.report.markdown import md_escape
 from proofs_check.report.prose import prose
 from proofs_check.report.typeset import Formula, typeset
 from proofs_check.tables import Markdown, bold, markdown_table
+from proofs_check.verdicts.vocabulary import TONES
 
 MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
 
@@ -288,12 +289,8 @@ def _scripts(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- HTML
-STATUS_CLASSES = {"verified": "holds", "holds": "holds", "conditional": "conditional", "failed": "fails",
-                  "fails": "fails", "skipped": "na", "n/a": "na",
-                  # proofs_check.verdicts.standing: the statuses and the ledger's words of the summary
-                  "holds as stated": "holds", "holds under a condition the paper does not state": "conditional",
-                  "fails in the paper's setting": "fails", "reconstruction": "conditional",
-                  "verified in its setting": "conditional", "passes off the paper's setting": "fails"}
+#: every result word (proofs_check.verdicts.vocabulary) -> its table cell's class
+STATUS_CLASSES = {word: tone.value for word, tone in TONES.items()}
 _STATUS_CELL = re.compile(r"^\*\*(" + "|".join(re.escape(k) for k in sorted(STATUS_CLASSES, key=len, reverse=True))
                           + r")\*\*")
 
@@ -317,7 +314,7 @@ code{font-size:.92em}
 .mat .row{display:table-row}.mat .cell{display:table-cell;padding:.05em .5em;text-align:center}
 sub,sup{font-size:.72em}
 blockquote{border-left:4px solid #d98b00;margin:1em 0;padding:.3em 1em;background:#fff8ec}
-.holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}
+.holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}.error{background:#ecdcf5}
 .footnotes{font-size:.88em}
 """
 

@@ -58,10 +58,12 @@ def run_scale_claim(claim_id: str, run: ScaleRun) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     try:
         result = entry.matrix_free(run)
-    except Exception as exc:  # a crashing scale form is a failed claim, with its reason
+    except Exception as exc:  # a crashing scale form is no evidence either way: an error, with its reason
         import traceback
 
-        record.update(status="failed", detail=f"scale form raised {type(exc).__name__}: {exc}",
+        from proofs_check.verdicts.vocabulary import Decision, one_line
+
+        record.update(status=Decision.ERROR, detail=f"scale form raised {one_line(exc)}",
                       traceback=traceback.format_exc(limit=6), seconds=time.perf_counter() - start,
                       peak_rss_gib=peak_rss_gib())
         return record
