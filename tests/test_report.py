@@ -1,8 +1,8 @@
 """The reproduction report reads like a paper, and says what the ledger says.
 
-Printer unit tests: each ``_print_X`` of ``proofs_check.report.typeset.FormulaPrinter`` on a
-small expression, against the notation of docs/theory.md written out by hand (Π⁺, I − 11ᵀ/d,
-diag(γ), ⊗, an entrywise map named below the formula).  Page tests: a report rendered from a
+Printer unit tests: each ``_print_X`` of ``proofs_check.report.latex.PaperLatexPrinter`` on a
+small expression, against the notation of docs/theory.md written out by hand in LaTeX (Π⁺,
+I − 11ᵀ/d, diag(γ), G_{≤ℓ−1}(λ), decimals, an entrywise map named below the formula).  Page tests: a report rendered from a
 small canned ledger and grid (two claims whose derivations are the real theory expressions)
 shows no SymPy names, no serialised records, the claims summary before the first
 derivation and the conditions table; the unit tests of the markdown pin each way a table or
@@ -25,7 +25,8 @@ from sympy.matrices.expressions.applyfunc import ElementwiseApplyFunction
 from proofs_check.report import document as R
 from proofs_check.report.conditions import conditions_rows, grid_section
 from proofs_check.report.prose import prose
-from proofs_check.report.typeset import FormulaPrinter, symbol_name, typeset
+from proofs_check.report.latex import PaperLatexPrinter, lhs_latex, symbol_latex
+from proofs_check.report.typeset import typeset
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 LEFTOVER_MATH = re.compile(r"\$[^$\s][^$]*\$")  # a $…$ the page still shows as source
@@ -36,75 +37,77 @@ z = sp.MatrixSymbol("z", d, 1)
 
 
 def show(expr) -> str:
-    return FormulaPrinter().doprint(expr)
+    return PaperLatexPrinter().doprint(expr)
 
 
-# ----------------------------------------------------------------------------- the printer, node by node
+# ----------------------------------------------------------------------------- the LaTeX printer, node by node
 @pytest.mark.parametrize("name, expected", [
-    ("Pi_plus", "Π⁺"), ("W_VO", "W<sub>VO</sub>"), ("x0", "x₀"), ("H_ij", "Hᵢⱼ"), ("sigma2", "σ²"),
-    ("tbar", "t̄"), ("norm_G", "‖G‖"), ("norm_y_next", "‖y<sub>next</sub>‖"), ("lam", "λ"), ("Delta", "Δ"),
-    ("a_min", "a<sub>min</sub>"), ("gamma1", "γ₁")])
-def test_print_Symbol_and_MatrixSymbol_names(name, expected):
-    assert symbol_name(name) == expected
+    ("Pi_plus", r"\Pi^{+}"), ("W_VO", r"W_{\mathrm{VO}}"), ("x0", "x_{0}"), ("H_ij", "H_{ij}"),
+    ("sigma2", r"\sigma^{2}"), ("tbar", r"\bar{t}"), ("norm_G", r"\lVert G_{\ell}(\lambda) \rVert"),
+    ("norm_y_next", r"\lVert y_{\ell+1} \rVert"), ("lam", r"\lambda"), ("Delta", r"\Delta"),
+    ("a_min", r"a_{\min}"), ("gamma1", r"\gamma_{1}"), ("G_prev", r"G_{\le \ell-1}(\lambda)"),
+    ("gf1", "g' f_{1}"), ("FF", "F' F"), ("norm_decaying", r"\lVert G_{\le \ell}(\lambda) \rVert")])
+def test_symbols_print_in_the_papers_notation(name, expected):
+    assert symbol_latex(name) == expected
     assert show(sp.Symbol(name)) == expected
     assert show(sp.MatrixSymbol(name, 3, 3)) == expected
 
 
-@pytest.mark.parametrize("expr, expected", [
-    (sp.Integer(-3), "−3"), (sp.Rational(-1, 4), "−1/4"), (sp.S.Half, "1/2"), (sp.pi, "π"), (sp.E, "e"),
-    (sp.Float(0.125), "0.125"), (sp.oo, "∞")])
-def test_print_numbers_and_constants(expr, expected):
-    assert show(expr) == expected
+def test_a_familys_own_symbol():
+    # §3's mode product: G is G_ℓ(λ) there, so G·G_prev reads G_ℓ(λ) G_{≤ℓ−1}(λ)
+    G, G_prev = sp.MatrixSymbol("G", d, d), sp.MatrixSymbol("G_prev", d, d)
+    assert PaperLatexPrinter(family="coarse_graining").doprint(G * G_prev) == \
+        r"G_{\ell}(\lambda) G_{\le \ell-1}(\lambda)"
+    assert show(G * G_prev) == r"G G_{\le \ell-1}(\lambda)"
 
 
 @pytest.mark.parametrize("expr, expected", [
-    (x - y, "x − y"), (1 - x, "1 − x"), (-x + y - 1, "y − x − 1"),                  # _print_Add: positive first
-    (2 * sp.pi * x, "2πx"), (-x * y, "−xy"), (x / (y + 1), "x/(y + 1)"),            # _print_Mul
-    (sp.log(x) / 2, "log(x)/2"), (x * sp.Symbol("W_VO"), "W<sub>VO</sub> x"),
-    (sp.sqrt(x), "√x"), (sp.sqrt(x + 1), "√(x + 1)"), (x ** 2, "x²"),                # _print_Pow
-    (x ** (a - 1), "x<sup>a − 1</sup>"), (1 / sp.sqrt(x), "1/√x"), ((x + 1) ** -2, "1/(x + 1)²"),
-    (1 / (1 - sp.Symbol("lam")), "1/(1 − λ)"), (sp.Pow(x * y, -1, evaluate=False), "1/(xy)"),
-    (sp.Symbol("sigma2") ** 2, "(σ²)²"), (sp.tanh(x) ** 2, "tanh²(x)"),
-    (sp.exp(-x), "e<sup>−x</sup>"), (sp.ceiling(x / y), "⌈x/y⌉"), (sp.floor(x), "⌊x⌋"),  # functions
-    (sp.Abs(x), "|x|"), (sp.loggamma(x + 1), "log Γ(x + 1)"), (sp.erf(x), "erf(x)"),
-])
-def test_print_scalar_nodes(expr, expected):
+    (sp.Identity(d) - sp.OneMatrix(d, d) / d, r"I - \frac{1}{d} \mathbf{1}\mathbf{1}^{\top}"),
+    (sp.OneMatrix(d, 1), r"\mathbf{1}"), (z * z.T, r"z {z}^{\top}"), (sp.Transpose(A * B), r"{\left(A B\right)}^{\top}"),
+    (sp.DiagMatrix(z), r"\operatorname{diag}\left(z\right)"), (sp.MatrixSymbol("G", 2, 2)[0, 1], "{G}_{12}"),
+    (sp.Matrix([[x]]), "x"), (sp.loggamma(x + 1), r"\log\Gamma\left(x + 1\right)")])
+def test_print_matrix_and_function_nodes(expr, expected):
     assert show(expr) == expected
 
 
-@pytest.mark.parametrize("expr, expected", [
-    (sp.Identity(d) - sp.OneMatrix(d, d) / d, "I − 11ᵀ/d"),        # _print_Identity, _print_OneMatrix, MatAdd
-    (sp.OneMatrix(d, 1), "1"), (sp.ZeroMatrix(d, d), "0"),
-    (z * z.T, "zzᵀ"), (2 * A, "2A"), (B - A, "B − A"),             # _print_MatMul, _print_Transpose
-    (sp.Transpose(A * B), "(AB)ᵀ"), (sp.MatrixSymbol("Pi_plus", d, d) * A, "Π⁺A"),
-    (A.I, "A⁻¹"), (sp.MatPow(A, 3), "A³"),                        # _print_Inverse, _print_MatPow
-    (sp.Trace(A * B), "tr(AB)"), (sp.DiagMatrix(z), "diag(z)"),   # _print_Trace, _print_DiagMatrix
-    (sp.KroneckerProduct(A, B), "A ⊗ B"), (sp.HadamardProduct(A, B), "A ⊙ B"),
-    (sp.MatrixSymbol("G", 2, 2)[0, 1], "G₁₂"),                     # _print_MatrixElement, counted from 1
-    (sp.Matrix([[x]]), "x"),
-    (sp.Matrix([[x], [y]]), '<span class="mat"><span class="row"><span class="cell">x</span></span>'
-                            '<span class="row"><span class="cell">y</span></span></span>'),
-])
-def test_print_matrix_nodes(expr, expected):
-    assert show(expr) == expected
+@pytest.mark.parametrize("value, expected", [
+    (sp.Rational(8943, 200000), "0.044715"),   # GELU's constant, written as a decimal in the source
+    (sp.Rational(3, 20), r"\frac{3}{20}"), (sp.Rational(1, 125), r"\frac{1}{125}"), (sp.S.Half, r"\frac{1}{2}")])
+def test_decimal_constants_print_as_decimals(value, expected):
+    assert typeset(value).latex == expected
 
 
-def test_print_ElementwiseApplyFunction_names_the_map_below_the_formula():
+@pytest.mark.parametrize("doc, expected", [
+    ("r_ℓ(λ) = ‖G_{≤ℓ}(λ)‖/‖G_{≤ℓ}(1)‖ from the two norms.", r"r_{\ell}(\lambda)"),
+    ("ρ̃_ℓ = ‖G_ℓ(λ)‖ ‖y_ℓ‖/‖y_{ℓ+1}‖, y_{ℓ+1} = G_ℓ(1) y_ℓ", r"\tilde{\rho}_{\ell}"),
+    ("Q = Π⁺Π: the projector onto block-constant token patterns.", r"Q"),
+    ("⌈log(τ/κ)/log ρ⌉: the computable bound", None), ("exp(S/N) = |det …|", None),
+    ("MᵀΠ⁺ − Π⁺M_cᵀ: the dual form of ΠM = M_cΠ.", None)])
+def test_a_docstring_names_the_left_hand_side(doc, expected):
+    assert lhs_latex(doc) == expected
+
+
+def test_derivation_prints_as_an_equation_in_mathml():
+    f = typeset(sp.MatrixSymbol("G", d, d) * sp.MatrixSymbol("G_prev", d, d),
+                doc="G_{≤ℓ}(λ) = G_ℓ(λ) G_{≤ℓ−1}(λ): one step of the mode product.", family="coarse_graining")
+    assert f.latex == r"G_{\le \ell}(\lambda) = G_{\ell}(\lambda) G_{\le \ell-1}(\lambda)"
+    block = f.block()
+    assert '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in block
+    assert "G_prev" not in block and "<mo>&#x0003D;</mo>" in block
+
+
+def test_elementwise_map_is_named_below_the_formula():
     t = sp.Dummy("d")
     f = typeset(ElementwiseApplyFunction(sp.Lambda(t, sp.exp(-t * sp.Symbol("Delta"))), z))
-    assert f.html == "φ(z)"
-    assert f.where == (("φ(y)", "e<sup>−Δy</sup>, entrywise"),)
-
-
-def test_print_Lambda():
-    assert show(sp.Lambda(y, y ** 2)) == "(y ↦ y²)"
+    assert f.latex == r"\varphi\left(z\right)"
+    assert f.where == ((r"\varphi(y)", r"e^{- \Delta y}\text{, entrywise}"),)
 
 
 def test_repeated_long_subexpression_becomes_a_definition():
     sigma = sp.sqrt(sp.Symbol("eps") + sp.Trace(A * B * A.T * B.T) / d + sp.Trace(A) * sp.Trace(B))
     f = typeset(A / sigma + B / sigma)
-    assert f.where == (("ξ₁", "ε + tr(A) tr(B) + tr(ABAᵀBᵀ)/d"),)
-    assert f.html == "A/√ξ₁ + B/√ξ₁"
+    assert [name for name, _ in f.where] == [r"\xi_{1}"]
+    assert f.latex == r"\frac{1}{\sqrt{\xi_{1}}} A + \frac{1}{\sqrt{\xi_{1}}} B"
 
 
 def test_layer_norm_jacobian_reads_as_notation():
@@ -112,15 +115,20 @@ def test_layer_norm_jacobian_reads_as_notation():
     P = sp.Identity(d) - sp.OneMatrix(d, d) / d
     var = sp.Symbol("eps") + sp.Trace(P * z * z.T * P) / d
     f = typeset(sp.DiagMatrix(sp.MatrixSymbol("gamma", d, 1)) * (P - P * z * z.T * P / (d * var)) / sp.sqrt(var))
-    assert f.html == "diag(γ) (I − 11ᵀ/d − (I − 11ᵀ/d) zzᵀ (I − 11ᵀ/d)/(dξ₁))/√ξ₁"
-    assert f.where == (("ξ₁", "ε + tr((I − 11ᵀ/d) zzᵀ (I − 11ᵀ/d))/d"),)
+    centre = r"I - \frac{1}{d} \mathbf{1}\mathbf{1}^{\top}"
+    assert f.latex == (r"\frac{1}{\sqrt{\xi_{1}}} \operatorname{diag}\left(\gamma\right) \left(" + centre
+                       + r" - \frac{1}{d \xi_{1}} \left(" + centre + r"\right) z {z}^{\top} \left(" + centre
+                       + r"\right)\right)")
+    assert f.where[0][0] == r"\xi_{1}" and r"\varepsilon + " in f.where[0][1]
 
 
 @pytest.mark.parametrize("text, expected", [
     ("J_LN(z) = diag(γ)/σ", "J<sub>LN</sub>(z) = diag(γ)/σ"),
     ("x**2 and a^{n+1} and b^(-1)", "x² and a<sup>n+1</sup> and b⁻¹"),
     ("θ_ℓ and W_VO", "θ<sub>ℓ</sub> and W<sub>VO</sub>"),
-    ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),
+    ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and (1, 2)"),           # a list of numbers is a vector
+    ("A − QAQ = 0: True; ℓ* None vs None", "A − QAQ = 0; ℓ\\* none vs none"),     # no Python words
+    ("ρ = 54981769109387232.00, error 9.99e-16", "ρ \\> 10¹⁵ (vacuous), error 9.99\u202f×\u202f10⁻¹⁶"),
     ("h * k", "h · k"),
     ("Pi_plus and decay 2, ln_gain 0.2", "Π⁺ and decay 2, `ln_gain` 0.2"),  # a parameter name is code
     ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>"),
@@ -210,7 +218,9 @@ def test_no_sympy_names_operators_or_records(canned):
                 "\\mathbb", "^{", "Pi_plus", "G_ℓ", "W_VO"):
         assert raw not in text, raw
     assert not re.search(r"\{'|\['|': |\bNone\b|\[\^", text), "a serialised record or footnote marker is shown"
-    assert "Π⁺Π" in text and "J₂ (hM + I) J₁" in text and "diag(φ(a))" in text and "entrywise" in text
+    assert page.count('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">') == 3
+    assert "\\frac" not in text and "\\left" not in text and "entrywise" in text  # LaTeX drawn, not shown
+    assert "<msup><mi>&#x003A0;</mi><mrow><mo>&#x0002B;</mo></mrow></msup>" in page  # Π⁺ as a superscript
 
 
 def test_summary_comes_before_the_first_derivation(canned):
@@ -260,7 +270,8 @@ def test_mixed_rows_become_one_table_each(tmp_path):
     page = _html(md, tmp_path)
     assert page.count("<table>") == 3
     assert "None" not in md and "None" not in page
-    assert "<th><code>generated_vs_mpmath</code></th>" in page and "<th>P</th>" not in page  # empty columns dropped
+    assert "<th>generated vs mpmath</th>" in page and "<th>P</th>" not in page  # declared label; empty columns dropped
+    assert "<td>2.2\u202f×\u202f10⁻¹⁶</td>" in page  # a magnitude that cannot wrap at its minus sign
 
 
 def test_missing_quantity_is_a_dash_with_a_legend(tmp_path):

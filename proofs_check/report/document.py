@@ -27,11 +27,12 @@ from pathlib import Path
 
 from proofs_check.report.markdown import md_escape
 from proofs_check.report.prose import prose
+from proofs_check.report.provenance import line as provenance_line, this_run
 from proofs_check.report.typeset import Formula, typeset
+from proofs_check.report.values import MISSING, cell, label, number
 from proofs_check.tables import Markdown, bold, markdown_table
 from proofs_check.verdicts.vocabulary import TONES
 
-MISSING = "—"  # a table cell whose quantity does not exist for that row (e.g. no saturation depth)
 
 
 
@@ -59,7 +60,8 @@ def _derivation(qualname: str) -> Derivation | None:
     if fn_name not in fns:
         return None
     fn = fns[fn_name]
-    return Derivation(qualname, typeset(fn.expr, caption=prose(fn.doc, escape=html.escape)))
+    return Derivation(qualname, typeset(fn.expr, caption=prose(fn.doc, escape=html.escape), doc=fn.doc,
+                                             family=family))
 
 
 def derivations(generated: list[str]) -> list[Derivation]:
@@ -68,23 +70,6 @@ def derivations(generated: list[str]) -> list[Derivation]:
 
 
 # ----------------------------------------------------------------------------- markdown text
-
-
-def fmt_value(value, _top: bool = True) -> str:
-    """One measured value as text: floats to 3 significant digits, lists elementwise, None as —."""
-    if value is None:
-        return MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        shown = ", ".join(fmt_value(v, False) for v in value[:8])
-        return "[" + shown + (", …" if len(value) > 8 else "") + "]"
-    if isinstance(value, dict):
-        inner = ", ".join(f"{k} = {fmt_value(v, False)}" for k, v in value.items())
-        return inner if _top else f"({inner})"
-    return str(value)
 
 
 def _table_groups(rows: list[dict]) -> list[tuple[list[str], list[dict]]]:
@@ -109,7 +94,7 @@ def numeric_tables_md(rows: list[dict]) -> list[str]:
     lines: list[str] = []
     groups = _table_groups(rows)
     for keys, group in groups:
-        lines += markdown_table(keys, [[fmt_value(r.get(k)) for k in keys] for r in group])
+        lines += markdown_table([label(k) for k in keys], [[cell(r.get(k)) for k in keys] for r in group])
         lines.append("")
     if any(r.get(k) is None for keys, group in groups for r in group for k in keys):
         lines += [f"{MISSING} marks a quantity that does not exist for that row "
@@ -134,13 +119,34 @@ def summary_md(ledger: dict) -> list[str]:
             "setting, or reconstruction (the definition was rebuilt in docs/theory.md)."]
 
 
+def abstract_md(ledger: dict) -> list[str]:
+    """The verdict first: ``proofs_check.headline.abstract_lines`` as a list, each claim id a link to its section."""
+    from proofs_check.headline import abstract_lines
+
+    ids = sorted((c["id"] for c in ledger["claims"]), key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(re.escape(i) for i in ids) + r")(?![\w]|\.\d)") if ids else None
+
+    def linked(text: str) -> str:
+        text = md_escape(text)
+        return pattern.sub(lambda m: f"[{m.group(1)}](#claim-{_slug_id(m.group(1))})", text) if pattern else text
+
+    return [f"- {linked(line)}" for line in abstract_lines(ledger)] + [""]
+
+
+def contents_md(body: list[str]) -> list[str]:
+    """A table of contents of the report's sections (its ``## `` headings), each a link."""
+    heads = [text[3:].strip() for text in body if text.startswith("## ")]
+    items = [f"- [{head}](#{_slug(re.sub(r'<[^>]+>|[`*]', '', head))})" for head in heads]
+    return ["", "## Contents", ""] + items + [""]
+
+
 def ledger_table_md(ledger: dict) -> list[str]:
     from proofs_check.verdicts.standing import ledger_word
 
     rows = []
     for c in ledger["claims"]:
         num = c.get("numeric")
-        num_s = f"{num['max_error']:.2e} / {num['tolerance']:.1e}" if num else MISSING
+        num_s = f"{number(num['max_error'])} / {number(num['tolerance'], 2)}" if num else MISSING
         flag = " *(reconstruction)*" if c.get("reconstruction") else ""
         ctl = c.get("control")
         ctl_s = _control_word(ctl["status"]) if ctl else MISSING
@@ -189,11 +195,13 @@ def figure_titles() -> dict[str, str]:
     return {name: fig.title for name, fig in load_figures().items()}
 
 
-def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> list[str]:
+def claim_section_md(c: dict, figures: list[str], titles: dict[str, str], source: dict | None = None) -> list[str]:
     from proofs_check.verdicts.standing import ledger_word, setting_text
 
     recon = " *(reconstruction)*" if c.get("reconstruction") else ""
     lines = ["", f"## Claim {c['id']}: {prose(c['title'])}", ""]
+    if source:
+        lines += [provenance_line(source), ""]
     if c.get("standing"):
         lines += [f"**Status: {md_escape(c['standing'])}** — {md_escape(c.get('kind') or '')}, checked in "
                   f"{prose(setting_text(c.get('setting')))}; ledger: **{ledger_word(c)}**{recon}", ""]
@@ -223,8 +231,8 @@ def claim_section_md(c: dict, figures: list[str], titles: dict[str, str]) -> lis
         lines.append("")
     num = c.get("numeric")
     if num:
-        lines += [f"**Numeric check.** {num['cases']} cases, max error {num['max_error']:.3e} against "
-                  f"tolerance {num['tolerance']:.3e}. {prose(num.get('detail', ''))}", ""]
+        lines += [f"**Numeric check.** {num['cases']} cases, max error {number(num['max_error'])} against "
+                  f"tolerance {number(num['tolerance'])}. {prose(num.get('detail', ''))}", ""]
         lines += numeric_tables_md(num.get("table", []))
     ctl = c.get("control")
     if ctl:
@@ -248,24 +256,28 @@ def render_markdown(ledger: dict, figures_dir: Path, timings: dict[str, float],
     extra = list(extra_sections)
     placed = set(re.findall(r"\]\(figures/([\w-]+)\.png\)", "\n".join(extra)))
     titles = figure_titles()
+    source = ledger.get("provenance") or this_run()
     lines = ["# fastslow reproduction report", "",
              "Claims of *Attention is Just Another Name for Coupling? A Fast–Slow ODE Perspective on "
-             "Hierarchical Pretraining* (arXiv 2606.16730), one line each: what kind of statement it is, the "
-             "setting it was checked in, and where it stands.", "", "## Summary", ""]
-    lines += summary_md(ledger)
-    lines += ["", environment_line(ledger), "", "## How each claim is checked", "",
-              "Each claim is checked symbolically (SymPy), at 50 digits (mpmath) where a number is derived, and "
-              "numerically against random untied Transformer stacks, each beside a negative control that breaks "
-              "the claim's condition and must fail by the predicted amount. The claims and their assumptions "
-              "are stated in the repository's docs/theory.md; definitions marked *(reconstruction)* are rebuilt "
-              "there where the paper's could not be recovered. The mechanical ledger and the timings of this "
-              "run are in the appendix."]
+             "Hierarchical Pretraining* (arXiv 2606.16730), checked by this run "
+             f"(commit {source['commit']}, {source['date']}).", "", "## Abstract", ""]
+    lines += abstract_md(ledger)
+    body = ["", "## Summary", "", provenance_line(source), ""]
+    body += summary_md(ledger)
+    body += ["", environment_line(ledger), "", "## How each claim is checked", "",
+             "Each claim is checked symbolically (SymPy), at 50 digits (mpmath) where a number is derived, and "
+             "numerically against random untied Transformer stacks, each beside a negative control that breaks "
+             "the claim's condition and must fail by the predicted amount. The claims and their assumptions "
+             "are stated in the repository's docs/theory.md; definitions marked *(reconstruction)* are rebuilt "
+             "there where the paper's could not be recovered. The mechanical ledger and the timings of this "
+             "run are in the appendix."]
     for c in ledger["claims"]:
         figs = [f for f in figure_index.get(c["id"], []) if f not in placed]
-        lines += claim_section_md(c, figs, titles)
-    lines += extra
-    lines += ["", "## Appendix: the ledger", ""] + ledger_table_md(ledger)
-    lines += ["", "## Appendix: timings", ""] + timings_md(timings)
+        body += claim_section_md(c, figs, titles, source)
+    body += extra
+    body += ["", "## Appendix: the ledger", "", provenance_line(source), ""] + ledger_table_md(ledger)
+    body += ["", "## Appendix: timings", ""] + timings_md(timings)
+    lines += contents_md(body) + body
     return _number_figures(_scripts("\n".join(lines) + "\n"))
 
 

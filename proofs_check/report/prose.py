@@ -13,6 +13,7 @@ import html
 import re
 
 from proofs_check.report.typeset import GREEK, MINUS, sub, sup, symbol_name
+from proofs_check.report.values import numbers_in_prose
 
 _PROSE = re.compile(
     r"(?P<path>(?<![\w/])[\w.-]+(?:/[\w.-]+)+\.(?:py|md|json|png|pdf|txt|toml))"              # a file path, as it is
@@ -24,6 +25,20 @@ _PROSE = re.compile(
     r"|(?:\*\*|\^)(?P<high>\{[^{}]+\}|\([^()]+\)|[-−]?(?:\d+(?:\.\d+)?|[^\W\d_])))")  # 2, T, (k+1)      # x**2, 4^T, ε^(k+1)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
 _TIMES = re.compile(r"(?:(?<=[^\W_])|(?<=\)))\*(?=[^\W_]|\()")  # Python's a*b between operands: a·b (not g*, g*_norm or **)
+
+
+_VERDICT_TAIL = re.compile(r":\s*True\b")                   # "A − QAQ = 0: True": the step's mark says it
+_PY_WORDS = {"True": "yes", "False": "no", "None": "none"}
+_PY_WORD = re.compile(r"(?<![\w'])(True|False|None)(?![\w'])")
+_NUMBER_LIST = re.compile(r"\[((?:\s*[-−]?[\d./e+-]+\s*,)+\s*[-−]?[\d./e+-]+\s*)\]")  # [1/4, -1/4, 0]: a vector
+
+
+def plain(text: str) -> str:
+    """Python's words out of ledger prose: a trailing ``: True`` dropped, True/False/None as words, a list of
+    numbers as a vector (1/4, −1/4, 0)."""
+    text = _VERDICT_TAIL.sub("", text)
+    text = _NUMBER_LIST.sub(lambda m: "(" + m.group(1).replace("-", MINUS) + ")", text)
+    return _PY_WORD.sub(lambda m: _PY_WORDS[m.group(1)], text)
 
 
 def _md(text: str) -> str:
@@ -41,7 +56,7 @@ def prose(text, escape=_md) -> str:
     parameter name (``value_scale``) as code, a list of names (``['W1', 'alpha']``) as the names
     (W₁, α); everything else literal (markdown characters escaped;
     ``escape=html.escape`` for HTML)."""
-    text = _TIMES.sub("·", str(text))
+    text = _TIMES.sub("·", plain(numbers_in_prose(str(text))))
     out, last = [], 0
     for m in _PROSE.finditer(text):
         out.append(escape(text[last:m.start()]))
