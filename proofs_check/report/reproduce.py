@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from numerics.io import write_bytes, write_json, write_text
+from proofs_check.report.provenance import ROOT, recorded, stamp, this_run
 from proofs_check.tables import bold, code as code_span, markdown_table
 
 #: files in the output folder that reproduce reads (written there by other commands)
@@ -100,6 +101,7 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
                 derivations(c.get("generated", []))
             timings[step] = time.perf_counter() - start
             ledger["timings"] = timings
+            ledger["provenance"] = this_run()
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
             ledger["integrity"] = integrity.as_dict()
             from proofs_check.experiments import text_experiment
@@ -116,16 +118,18 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
             from proofs_check.report.conditions import grid_section
 
-            extra = grid_section(results["matrix"], figures=["claims_matrix"])
-            extra += scale_section([results["scale"], *recorded_scale_runs()])
+            run = ledger["provenance"]
+            extra = stamp(grid_section(results["matrix"], figures=["claims_matrix"]), run)
+            extra += stamp(scale_section([results["scale"], *recorded_scale_runs()]), run)
             extra += sweep_section(figures_dir)
-            extra += trained_findings.report_section(ledger["trained"])
+            extra += stamp(trained_findings.report_section(ledger["trained"]), run)
             from proofs_check.runners import reach
-            extra += reach.report_section(ledger["reach"])
-            extra += depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"])
-            extra += text_experiment.report_section(text_73, figures_dir)
+            extra += stamp(reach.report_section(ledger["reach"]), run)
+            extra += stamp(depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"]),
+                           recorded(ROOT / "docs" / "trained" / "depth_smoothness.json"))
+            extra += stamp(text_experiment.report_section(text_73, figures_dir), recorded(text_experiment.RECORDED))
             extra += _mutation_section(out)
-            extra += _derive_section(results["derive"], integrity)
+            extra += stamp(_derive_section(results["derive"], integrity), run)
             md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
             write_text(out / "report.md", md)
             write_text(out / "report.html", render_html(md, figures_dir))
@@ -188,9 +192,14 @@ def sweep_section(figures_dir: Path) -> list[str]:
              "Phase diagrams from the shipped sweep specs (`fastslow sweep --list`), recorded by "
              "`fastslow sweep NAME --figures docs/figures/sweeps`: the measured quantity over a 2-D slice, "
              "the theory's predicted boundary drawn over it, failing cells marked.", ""]
+    lines = stamp(lines, recorded(source))
     for img in images:
         write_bytes(figures_dir / "sweeps" / img.name, img.read_bytes())
-        lines += [f"![{img.stem.replace('_', ' ')}](figures/sweeps/{img.name})", ""]
+        what = img.stem.replace("_", " ")
+        lines += [f"![Sweep {what}](figures/sweeps/{img.name})", "",
+                  f"*Figure: sweep {what}. Colour is the measured quantity over the two swept parameters; the line is "
+                  "the theory's predicted boundary and crosses mark the cells where the claim fails, so look for "
+                  "failures on the side of the line where the theory says the claim holds.*", ""]
     return lines
 
 
@@ -204,7 +213,12 @@ def _mutation_section(out: Path) -> list[str]:
                 f"No mutation run in {out}: `fastslow mutate --json {path}` measures it "
                 "(about 20 minutes on 2 cores), and the next `reproduce` shows it here."]
     data = json.loads(path.read_text())
-    lines = ["", "## Verification power", ""]
+    import datetime
+
+    written = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
+    lines = ["", "## Verification power", "",
+             f"*Source: `fastslow mutate` run written to {path.name} on {written:%Y-%m-%d %H:%M UTC}"
+             + (f", commit {str(data['git'])[:10]}" if data.get("git") else "") + ".*", ""]
     theory = data.get("theory")
     if theory:
         lines += [f"Theory mutation score: **{theory['killed']}/{theory['total']} = {theory['score']:.2f}**", ""]
