@@ -8,9 +8,17 @@ a cell is :class:`Markdown`, text that is already markdown (:func:`bold`, :func:
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from proofs_check.report.markdown import md_escape
+
+
+def _wrapped(text: str, width: int | None) -> list[str]:
+    """A cell's lines: the whole text, or wrapped at spaces to ``width`` (a longer word stays whole)."""
+    if width is None or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
 
 
 def text_table(rows: Sequence[Sequence], *, align: str | None = None, max_width: int | None = None,
@@ -18,18 +26,19 @@ def text_table(rows: Sequence[Sequence], *, align: str | None = None, max_width:
     """Plain-text lines of ``rows`` (``rows[0]`` the header; cells become ``str``).
 
     ``align``: one character per column, ``<`` left (the default) or ``>`` right (numbers).  ``max_width``:
-    cells longer than this are cut to it.  ``last_free``: the last column is not padded and does not widen the
-    rule (a free-text column such as a finding); its rule is as wide as its header."""
-    cells = [[str(c) if max_width is None else str(c)[:max_width] for c in row] for row in rows]
-    n = len(cells[0])
-    if any(len(row) != n for row in cells):
+    a cell longer than this wraps onto continuation lines (nothing is cut).  ``last_free``: the last column
+    is not padded and does not widen the rule (a free-text column such as a finding); its rule is as wide as
+    its header."""
+    n = len(rows[0])
+    if any(len(row) != n for row in rows):
         raise ValueError(f"text_table: every row needs the header's {n} cells")
     align = align or "<" * n
     if len(align) != n or set(align) - {"<", ">"}:
         raise ValueError(f"text_table: align={align!r} needs one of '<' or '>' per column ({n})")
-    widths = [max(len(row[i]) for row in cells) for i in range(n)]
+    wrapped = [[_wrapped(str(c), max_width) for c in row] for row in rows]
+    widths = [max(len(part) for row in wrapped for part in row[i]) for i in range(n)]
     if last_free:
-        widths[-1] = len(cells[0][-1])
+        widths[-1] = len(str(rows[0][-1]))
 
     def line(row):
         out = [c.rjust(w) if a == ">" else c.ljust(w) for c, w, a in zip(row, widths, align)]
@@ -37,7 +46,12 @@ def text_table(rows: Sequence[Sequence], *, align: str | None = None, max_width:
             out[-1] = row[-1]
         return "  ".join(out).rstrip()
 
-    return [line(cells[0]), "  ".join("-" * w for w in widths)] + [line(row) for row in cells[1:]]
+    def physical(row):
+        height = max(len(parts) for parts in row)
+        return [line([parts[k] if k < len(parts) else "" for parts in row]) for k in range(height)]
+
+    body = [text for row in wrapped[1:] for text in physical(row)]
+    return physical(wrapped[0]) + ["  ".join("-" * w for w in widths)] + body
 
 
 class Markdown(str):

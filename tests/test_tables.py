@@ -15,12 +15,14 @@ def test_text_table_columns_line_up():
     assert {line.index(word) for line, word in zip(lines, ("status", "--------", "verified", "failed"))} == {7}
 
 
-def test_right_alignment_and_cut():
+def test_right_alignment_and_long_cells_wrap():
     lines = text_table([("T", "seconds", "what"), (8, "0.10", "a very long description")], align=">><",
-                       max_width=6)
-    assert lines == ["T  second  what",
-                     "-  ------  ------",
-                     "8    0.10  a very"]
+                       max_width=7)
+    assert lines == ["T  seconds  what",
+                     "-  -------  -----------",
+                     "8     0.10  a very",
+                     "            long",
+                     "            description"]  # nothing is cut: every word of the reason is printed
 
 
 def test_free_last_column_is_not_padded_and_its_rule_is_the_header():
