@@ -25,9 +25,11 @@ import torch
 
 from benchmarks.timing import interleaved_median_times
 from numerics.stack import LN_EPS
+from proofs_check.extras import available
 
 BATCH = 1024
 QUICK_D, FULL_D = 32, 64  # width d of the batched layers (MLP width 4d); d = 16 hides the O(d m²) cost
+SKIPPED = "skipped: sympytorch not installed"  # an optional reference tool ([dev]); the run goes on without it
 REFERENCE_D = 4  # entry-wise size at which sympytorch / lambdify can express J_LN
 AGREEMENT = 1e-12  # generated vs hand-written: same formula, float64 rounding × d-term sums
 
@@ -140,10 +142,8 @@ def explicit_entries(expr, args, dims: dict) -> tuple[sp.Matrix, dict]:
     return sp.Matrix(e.doit()), entries
 
 
-def _what_they_cannot_express() -> dict:
+def _what_they_cannot_express(with_sympytorch: bool) -> dict:
     """Try the matrix-level G_ℓ(λ) in both tools and report the error each raises."""
-    import sympytorch
-
     fn = _gen_function("G_layer")
     out = {}
     try:
@@ -151,6 +151,11 @@ def _what_they_cannot_express() -> dict:
         out["lambdify_G_layer"] = "expressed"
     except Exception as err:  # the tool's own limitation is the result here
         out["lambdify_G_layer"] = f"cannot: {type(err).__name__}: {str(err).splitlines()[0]}"
+    if not with_sympytorch:
+        out["sympytorch_G_layer"] = SKIPPED
+        return out
+    import sympytorch
+
     try:
         sympytorch.SymPyModule(expressions=[fn.expr])
         out["sympytorch_G_layer"] = "expressed"
@@ -161,10 +166,9 @@ def _what_they_cannot_express() -> dict:
     return out
 
 
-def reference_tools(repeats: int, device: str) -> dict:
-    """Generated ``ln_jacobian`` vs sympytorch and lambdify of its explicit entries (d = 4)."""
-    import sympytorch
-
+def reference_tools(repeats: int, device: str, with_sympytorch: bool = True) -> dict:
+    """Generated ``ln_jacobian`` vs sympytorch and lambdify of its explicit entries (d = 4); without
+    sympytorch (an optional reference tool, not installed) its side is skipped and lambdify's still runs."""
     gen = _gen()
     fn = _gen_function("ln_jacobian")
     d_sym = next(iter(fn.args[0].shape[0].free_symbols))
@@ -182,18 +186,20 @@ def reference_tools(repeats: int, device: str) -> dict:
     scalars.update({a.name: tensors[a.name] for a in fn.args if not isinstance(a, sp.MatrixSymbol)})
     symbols = sorted(matrix.free_symbols, key=lambda s: s.name)
     lam_fn = sp.lambdify(symbols, list(matrix), modules="torch", cse=True)
-    st_module = sympytorch.SymPyModule(expressions=list(matrix)).to(device)
 
     generated = lambda: gen.ln_jacobian(*(tensors[a.name] for a in fn.args))  # noqa: E731
     lambdified = lambda: torch.stack(lam_fn(*(scalars[s.name] for s in symbols)), -1)  # noqa: E731
-    sympytorched = lambda: st_module(**{s.name: scalars[s.name] for s in symbols})  # noqa: E731
+    sides = {"generated": generated, "lambdify": lambdified}
+    if with_sympytorch:
+        import sympytorch
+
+        st_module = sympytorch.SymPyModule(expressions=list(matrix)).to(device)
+        sides["sympytorch"] = lambda: st_module(**{s.name: scalars[s.name] for s in symbols})
     want = generated().reshape(BATCH, dd * dd)
-    diffs = {"lambdify": _relative_max_difference(lambdified(), want),
-             "sympytorch": _relative_max_difference(sympytorched(), want)}
-    times = interleaved_median_times({"generated": generated, "lambdify": lambdified,
-                                      "sympytorch": sympytorched}, device, repeats=repeats, warmup=1)
+    diffs = {name: _relative_max_difference(fn_(), want) for name, fn_ in sides.items() if name != "generated"}
+    times = interleaved_median_times(sides, device, repeats=repeats, warmup=1)
     t = {name: r["median"] for name, r in times.items()}
-    return {"sympytorch_ratio": t["generated"] / t["sympytorch"],
+    return {"sympytorch_ratio": t["generated"] / t["sympytorch"] if with_sympytorch else None,
             "lambdify_ratio": t["generated"] / t["lambdify"],
             "reference_seconds": t, "reference_relative_max_difference": diffs,
             "reference_config": {"function": "ln_jacobian (J_LN, part of G_layer)", "d": dd,
@@ -204,8 +210,11 @@ def reference_tools(repeats: int, device: str) -> dict:
 def run(quick: bool, device: str) -> dict:
     """The ``generated_vs_handwritten`` section."""
     result = generated_vs_handwritten(QUICK_D if quick else FULL_D, 15 if quick else 25, device)
-    result.update(reference_tools(3 if quick else 5, device))
-    result["cannot_express"] = _what_they_cannot_express()
+    with_sympytorch = available("sympytorch")
+    result.update(reference_tools(3 if quick else 5, device, with_sympytorch))
+    result["cannot_express"] = _what_they_cannot_express(with_sympytorch)
+    if not with_sympytorch:
+        result["skipped"] = [SKIPPED]
     result["definitions"] = ("ratio = t(generated G_layer) / t(hand-written torch, same formula); "
                              "sympytorch_ratio, lambdify_ratio = t(generated ln_jacobian) / t(tool), "
                              "d = 4 entry-wise; < 1 means the generated code is faster")

@@ -4,7 +4,13 @@ Sections (JSON keys): ``factorised_vs_dense_jacobian``, ``generated_vs_handwritt
 ``derive``, ``memory``, ``slow_path_cost`` (when ``benchmarks/slow_path_cost.py`` exists), ``sweep``,
 ``scale`` (benchmarks/scale.py), ``training`` (benchmarks/training.py) and ``machine``.  A section that
 raises is recorded as ``{"error": ...}`` and printed, so one broken piece does not hide the others'
-numbers; ``machine["section_errors"]`` lists them.
+numbers; ``machine["section_errors"]`` lists them.  A section whose optional library is not installed
+(an extra's module, ``proofs_check.extras``, or the reference tool sympytorch) is recorded as
+``{"skipped": "<module> not installed"}``, printed as such, and is no error; a section that can run
+without it (``generated_vs_handwritten`` without sympytorch) runs and lists what it skipped.
+
+The headline ``ratios`` (factorised Jacobian against ``torch.func.jacrev``, factorised J·V against
+``torch.func.jvp``) are both timed in the same run, on whatever device ``--device`` names.
 """
 
 from __future__ import annotations
@@ -19,7 +25,19 @@ import traceback
 import torch
 from tqdm import tqdm
 
+from proofs_check.extras import extra_of
 from proofs_check.tables import text_table
+
+#: optional libraries outside the extras whose absence skips a section instead of failing it
+OPTIONAL_TOOLS = ("sympytorch",)
+
+
+def skipped_for(err: BaseException) -> str | None:
+    """``"<module> not installed"`` when ``err`` is the import failure of an optional library, else None."""
+    name = getattr(err, "name", None) if isinstance(err, ImportError) else None
+    if name and (extra_of(name) or name.split(".")[0] in OPTIONAL_TOOLS):
+        return f"{name.split('.')[0]} not installed"
+    return None
 
 
 def machine(device: str) -> dict:
@@ -82,17 +100,35 @@ def run_benchmarks(quick: bool, device: str) -> dict:
         try:
             results[name] = fn()
         except Exception as err:  # recorded and printed, never swallowed
-            results[name] = {"error": f"{type(err).__name__}: {err}"}
-            errors.append(name)
-            traceback.print_exc()
+            if (why := skipped_for(err)) is not None:
+                results[name] = {"skipped": why}
+            else:
+                results[name] = {"error": f"{type(err).__name__}: {err}"}
+                errors.append(name)
+                traceback.print_exc()
         results[name]["section_seconds"] = time.perf_counter() - start
         bar.update()
     bar.close()
     results["machine"]["total_seconds"] = sum(r.get("section_seconds", 0) for r in results.values()
                                               if isinstance(r, dict))
     results["machine"]["section_errors"] = errors
+    results["ratios"] = ratios(results)
     print(format_table(results))
     return results
+
+
+def ratios(results: dict) -> dict:
+    """The two headline ratios of this run (None where their section did not run): the dense
+    ``torch.func.jacrev`` Jacobian's time over the factorised one's at the largest size both ran, and
+    ``torch.func.jvp``'s time over the factorised J·V's (build and apply) at the largest T with a full jvp."""
+    j = results.get("factorised_vs_dense_jacobian", {})
+    both = [p for p in j.get("curve", []) if p.get("speedup") is not None]
+    rows = [r for r in results.get("scale", {}).get("jv_vs_jvp", {}).get("rows", []) if not r["jvp_extrapolated"]]
+    return {"device": results["machine"]["device"],
+            "jacrev_over_factorised": both[-1]["speedup"] if both else None,
+            "jacrev_over_factorised_T": both[-1]["T"] if both else None,
+            "jvp_over_factorised_jv": rows[-1]["ratio_jvp_over_factorised"] if rows else None,
+            "jvp_over_factorised_jv_T": rows[-1]["T"] if rows else None}
 
 
 def _f(value, spec: str) -> str:
@@ -105,6 +141,11 @@ def format_table(results: dict) -> str:
     m = results["machine"]
     lines.append(f"machine: {m['cpu']} ({m['cores_available']} cores, {m['torch_threads']} torch threads), "
                  f"device {m['device']}, torch {m['torch']}, load {m['load_average_1min']:.1f}")
+    r = results.get("ratios")
+    if r:
+        lines.append(f"ratios (same run, {r['device']}): jacrev / factorised Jacobian "
+                     f"{_f(r['jacrev_over_factorised'], '.0f')} (T={r['jacrev_over_factorised_T']}), "
+                     f"jvp / factorised J·V {_f(r['jvp_over_factorised_jv'], '.1f')} (T={r['jvp_over_factorised_jv_T']})")
     j = results.get("factorised_vs_dense_jacobian", {})
     if "speedup" in j:
         c = j["config"]
@@ -121,8 +162,10 @@ def format_table(results: dict) -> str:
         lines.append(f"\ngenerated vs hand-written G_layer (batch {g['config']['batch']}, d={g['config']['d']}): "
                      f"ratio {g['ratio']:.2f}  (generated {g['generated_seconds']:.3f} s, "
                      f"hand-written {g['handwritten_seconds']:.3f} s)")
-        lines.append(f"  ln_jacobian d=4: generated/sympytorch {g['sympytorch_ratio']:.3f}, "
+        lines.append(f"  ln_jacobian d=4: generated/sympytorch "
+                     f"{_f(g['sympytorch_ratio'], '.3f') if g['sympytorch_ratio'] is not None else 'skipped'}, "
                      f"generated/lambdify {g['lambdify_ratio']:.3f}")
+        lines += [f"  {why}" for why in g.get("skipped", [])]
     mem = results.get("memory", {})
     if "ratio" in mem:
         lines.append(f"\nmemory (peak RSS): dense {mem['dense_peak_rss_mb']:.0f} MB, factorised "
@@ -156,6 +199,9 @@ def format_table(results: dict) -> str:
         from benchmarks.training import format_lines as training_lines
 
         lines += training_lines(tr)
+    for name, r in results.items():
+        if isinstance(r, dict) and "skipped" in r and isinstance(r["skipped"], str):
+            lines.append(f"\n{name}: skipped: {r['skipped']}")
     for name in m.get("section_errors", []):
         lines.append(f"\nERROR in {name}: {results[name]['error']}")
     return "\n".join(lines)

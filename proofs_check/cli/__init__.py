@@ -9,7 +9,8 @@ once, in ``proofs_check.cli.options``.
 Every command checks its input before any work: each option's argparse ``type`` is a checker of
 ``proofs_check.validation`` (ASCII numbers, devices, seeds, output files and folders), and the values
 go on to the Python API's own boundary checks.  Exit status: 2 with ``fastslow COMMAND: error: ...``
-naming the parameter on bad input; 1 when a check or drift test fails; 0 otherwise.  ``check``,
+naming the parameter on bad input, or the pip line when the command needs an extra that is not installed
+(``proofs_check.extras``); 1 when a check or drift test fails; 0 otherwise.  ``check``,
 ``grid`` and ``reproduce`` first confirm that ``numerics/generated/`` is what its derivations recorded
 (``proofs_check.integrity``).
 
@@ -28,7 +29,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read once, when torch's O
 import argparse  # noqa: E402  (after the OpenMP setting)
 import sys  # noqa: E402
 
-from numerics.io import Terminated  # noqa: E402
 from proofs_check.cli import (check, derive, figures, grid, import_hf, mutate, reproduce, simulate,  # noqa: E402
                                sweep, train)
 from proofs_check.cli.options import UsageError, one_line  # noqa: E402
@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from numerics.io import Terminated  # the signal handlers' exception; loaded once a command runs
+
     try:
         return args.run(args)
     except (ValueError, UsageError) as exc:
@@ -87,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the environment (disk full, permissions changed mid-run), not the input
         print(f"fastslow {args.command}: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
         return 1
+    except ImportError as exc:  # an optional extra's library is missing: the pip line, exit 2
+        from proofs_check.extras import missing_extra
+
+        if (missing := missing_extra(exc)) is None:
+            raise
+        print(f"fastslow {args.command}: error: {one_line(missing)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("fastslow: interrupted", file=sys.stderr)
         return 130

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import os
 
-from numerics.io import write_json, write_text
-from proofs_check.runners.ledger_schema import checked_ledger
 from proofs_check.cli.options import (UsageError, add_allow_drift, add_claims, add_device, add_json,
                                       add_no_progress, add_seed, add_size, check_output_file, integrity, path_type,
-                                      quick, scale_preset, seed, table_stream)
-from proofs_check.validation import validate_claims
+                                      quick, scale_preset, seed, table_stream, validate_claims)
 
 PROFILES = ("ci", "random", "thorough")
 
@@ -44,7 +41,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from numerics.io import write_json, write_text
     from proofs_check.runners.check import exit_code, format_table, run_checks
+    from proofs_check.runners.ledger_schema import checked_ledger
 
     claims = validate_claims(args.claim)
     if args.scale and args.stack:
@@ -85,6 +84,7 @@ def run(args) -> int:
 
 def _check_stack(args, claims, drift) -> int:
     """``check --stack CKPT``: the on-stack claims on a trained checkpoint (proofs_check.runners.check)."""
+    from numerics.io import write_json
     from proofs_check.runners.check import exit_code, format_stack_table, run_stack_checks
 
     ledger = run_stack_checks(args.stack, claims, device=args.device, profile=args.profile, quick=quick(args),
@@ -98,7 +98,9 @@ def _check_stack(args, claims, drift) -> int:
 
 def _check_scale(args, claims) -> int:
     """``check --scale PRESET``: every claim's scale form at the preset's size (proofs_check.runners.scale)."""
+    from numerics.io import write_json
     from proofs_check.runners.check import exit_code, format_table
+    from proofs_check.runners.ledger_schema import checked_ledger
     from proofs_check.runners.scale import format_sizes, run_scale
 
     ledger = run_scale(args.scale, claims, device=args.device, dtype=args.dtype or "float64", seed=seed(args),

@@ -4,10 +4,8 @@ fails (with a shrunk counterexample) or n/a (with the reason) — the claims × 
 
 from __future__ import annotations
 
-from numerics.io import write_json
 from proofs_check.cli.options import (add_allow_drift, add_claims, add_device, add_json, add_no_progress, add_size,
-                                      integrity, quick, table_stream)
-from proofs_check.validation import load_ledger, validate_claims
+                                      integrity, load_ledger, quick, table_stream, validate_claims)
 
 
 def add_parser(sub) -> None:
@@ -28,6 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from numerics.io import write_json
     from proofs_check.runners import grid
 
     claims = validate_claims(args.claim)

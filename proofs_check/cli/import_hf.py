@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from proofs_check.cli.options import add_out
-from proofs_check.validation import ascii_int
+from proofs_check.cli.options import add_out, ascii_int
 
 
 def add_parser(sub) -> None:

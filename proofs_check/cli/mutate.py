@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from numerics.io import write_json, write_text
-from proofs_check.cli.options import (UsageError, add_json, add_no_progress, check_output_file, one_line, path_type,
-                                      table_stream)
-from proofs_check.validation import ascii_int
+from proofs_check.cli.options import (UsageError, add_json, add_no_progress, ascii_int, check_output_file, one_line,
+                                      path_type, table_stream)
 
 
 def add_parser(sub) -> None:
@@ -65,6 +63,8 @@ def run(args) -> int:
         print(f"fastslow mutate: error: {one_line(exc)}", file=sys.stderr)
         return 1
     if args.json:
+        from numerics.io import write_json
+
         write_json(args.json, result)
     return 0 if ok else 1
 
@@ -101,5 +101,7 @@ def _run_mutants(args, theory_names, source_names, step) -> tuple[dict, bool]:
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
+            from numerics.io import write_text
+
             write_text(args.equivalents, markdown(code, "fastslow mutate"))
     return result, ok

@@ -12,8 +12,32 @@ from __future__ import annotations
 import argparse
 import sys
 
-from proofs_check.validation import (DEVICES, InvalidInput, check_output_dir, check_output_file, device_name,
-                                     seed_value)
+DEVICES = ("auto", "cpu", "cuda")  # proofs_check.validation.DEVICES (tests/test_cli_light.py holds them equal)
+
+
+def checker(name: str):
+    """``proofs_check.validation.<name>``, imported when a value is checked: the parser is built from light
+    modules only (``fastslow --help`` loads neither torch nor pydantic), and a value given on the command
+    line is checked by the same function as before any work."""
+
+    def check(*args, **kwargs):
+        from proofs_check import validation
+
+        return getattr(validation, name)(*args, **kwargs)
+
+    check.__name__ = check.__qualname__ = name
+    return check
+
+
+check_output_dir = checker("check_output_dir")
+check_output_file = checker("check_output_file")
+device_name = checker("device_name")
+seed_value = checker("seed_value")
+ascii_int = checker("ascii_int")
+ascii_float = checker("ascii_float")
+memory_size = checker("memory_size")
+validate_claims = checker("validate_claims")
+load_ledger = checker("load_ledger")
 
 JSON_HELP = "write the result as JSON to PATH ('-': standard output, the table then goes to standard error)"
 OUT_HELP = "output folder (default {default})"
@@ -42,7 +66,7 @@ def path_type(check, name: str):
     def convert(text: str) -> str:
         try:
             return check(text, name)
-        except InvalidInput as err:
+        except ValueError as err:  # numerics.params.InvalidInput, one line naming the option
             raise argparse.ArgumentTypeError(str(err).removeprefix(f"{name} "))
 
     convert.__name__ = name.lstrip("-")

@@ -19,7 +19,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from proofs_check.extras import require
     from proofs_check.progress import silenced
+
+    require("report", "fastslow reproduce (the report)")
     from proofs_check.report.reproduce import reproduce
 
     with silenced(args.no_progress):

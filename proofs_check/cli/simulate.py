@@ -3,10 +3,8 @@ trajectory, certify the gate bound (``proofs_check.experiments.simulate``)."""
 
 from __future__ import annotations
 
-from numerics.io import write_json
-from proofs_check.cli.options import (add_device, add_json, add_no_progress, add_seed, scale_preset, seed,
-                                      table_stream)
-from proofs_check.validation import ascii_float, ascii_int, memory_size
+from proofs_check.cli.options import (add_device, add_json, add_no_progress, add_seed, ascii_float, ascii_int,
+                                      memory_size, scale_preset, seed, table_stream)
 
 
 def add_parser(sub) -> None:
@@ -41,6 +39,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from numerics.io import write_json
     from proofs_check.experiments.simulate import format_summary, simulate
 
     if args.scale:  # the preset's sizes replace --T, --d, --layers, --heads

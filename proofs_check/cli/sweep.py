@@ -13,13 +13,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from proofs_check.cli.options import add_device, add_no_progress, add_out
+from proofs_check.cli.options import add_device, add_no_progress, add_out, ascii_int
+
+MAX_TASKS = 200_000  # proofs_check.sweep.spec.MAX_TASKS (tests/test_cli_light.py holds them equal)
 
 
 def add_parser(sub) -> None:
-    from proofs_check.sweep.spec import MAX_TASKS
-    from proofs_check.validation import ascii_int
-
     p = sub.add_parser("sweep", help="run a claim over a grid of stacks on Dask; Parquet rows, phase diagrams")
     p.add_argument("spec", nargs="?", metavar="SPEC",
                    help="a spec file (TOML) or the name of a shipped spec (see --list)")
@@ -47,6 +46,9 @@ def run(args) -> int:
             print(f"{name:16s} {info['tasks']:6d} tasks  claims {', '.join(info['claims']):20s} "
                   f"{info['description']}")
         return 0
+    from proofs_check.extras import require
+
+    require("sweep", "fastslow sweep")
     if args.spec is None:
         raise ValueError("SPEC: give a spec file or a shipped spec's name (fastslow sweep --list)")
     if args.workers is not None and args.workers < 1:
