@@ -2,9 +2,11 @@
 
 On a terminal (stderr is a TTY) a tqdm bar shows the current item and the time left, and nested
 bars stack; in a log (stderr is a file or pipe) no bar and no escape code is written, only plain
-lines: ``check claims [3/18] 2.1 done in 4.2 s, about 40 s left; next 2.2`` (the time left: the mean
-time per item so far times the items left).  Both modes print those lines, so a log and a terminal
-tell the same story.
+lines: a first line naming the work (``check claims: 18 claims, first 1.1``), then
+``check claims [3/18] 2.1 done in 4.2 s, about 40 s left; next 2.2`` (the time left: the mean time per
+item so far times the items left), and while one item runs long, ``check claims [3/18] 2.1 still
+running, 60 s so far`` every :data:`HEARTBEAT_SECONDS`, so a piped run is never silent for minutes.
+Both modes print the done lines, so a log and a terminal tell the same story.
 
 Two shapes of work: ``track`` walks a list of items; ``steps`` hands a lower layer (numerics) a
 plain callback ``report(done, total, label)`` to call as it finishes each unit of a long
@@ -28,6 +30,29 @@ _SILENT = contextvars.ContextVar("progress_silent", default=False)
 
 #: in a log, ``steps`` writes a line at most this often (and always for the last unit)
 LOG_EVERY_SECONDS = 5.0
+#: in a log, ``track`` says an item is still running this often
+HEARTBEAT_SECONDS = 30.0
+
+
+@contextlib.contextmanager
+def _heartbeat(stream, text: Callable[[float], str], every: float) -> Iterator[None]:
+    """While the body runs, write ``text(elapsed)`` to ``stream`` every ``every`` seconds (a daemon thread)."""
+    import threading
+
+    stop = threading.Event()
+    start = time.perf_counter()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            print(text(time.perf_counter() - start), file=stream, flush=True)
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def is_tty(stream=None) -> bool:
@@ -47,7 +72,7 @@ def silenced(silent: bool = True) -> Iterator[None]:
 
 
 def track(items: Iterable[T], desc: str, *, unit: str = "item", label: Callable[[T], str] = str,
-          enabled: bool = True, stream=None) -> Iterator[T]:
+          enabled: bool = True, stream=None, heartbeat: float = HEARTBEAT_SECONDS) -> Iterator[T]:
     """Yield ``items``, reporting each one by ``label(item)`` under the heading ``desc``."""
     items = list(items)
     if not enabled or _SILENT.get():
@@ -61,13 +86,20 @@ def track(items: Iterable[T], desc: str, *, unit: str = "item", label: Callable[
 
         bar = tqdm(total=len(items), desc=desc, unit=unit, file=stream, leave=False, dynamic_ncols=True)
     n = len(items)
+    if bar is None and n:
+        print(f"{desc}: {n} {unit}{'s' if n > 1 else ''}, first {label(items[0])}", file=stream, flush=True)
     began = time.perf_counter()
     try:
         for i, item in enumerate(items):
             if bar is not None:
                 bar.set_postfix_str(label(item), refresh=True)
             start = time.perf_counter()
-            yield item
+            if bar is None:
+                running = f"{desc} [{i + 1}/{n}] {label(item)} still running"
+                with _heartbeat(stream, lambda s, running=running: f"{running}, {s:.0f} s so far", heartbeat):
+                    yield item
+            else:
+                yield item
             now = time.perf_counter()
             left = f", about {(now - began) / (i + 1) * (n - i - 1):.0f} s left" if i + 1 < n else ""
             nxt = f"; next {label(items[i + 1])}" if i + 1 < n else ""

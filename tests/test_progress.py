@@ -1,6 +1,7 @@
 """The progress policy (proofs_check.progress): in a log, one plain line per finished item."""
 
 import io
+import time
 
 from proofs_check.progress import track
 
@@ -12,12 +13,23 @@ class Terminal(io.StringIO):
 
 def test_log_gets_one_plain_line_per_item_naming_the_next():
     log = io.StringIO()
-    assert list(track(["1.1", "1.2", "2.1"], "check claims", stream=log)) == ["1.1", "1.2", "2.1"]
-    lines = log.getvalue().splitlines()
+    assert list(track(["1.1", "1.2", "2.1"], "check claims", unit="claim", stream=log)) == ["1.1", "1.2", "2.1"]
+    head, *lines = log.getvalue().splitlines()
+    assert head == "check claims: 3 claims, first 1.1"  # a piped run says what it started before any item ends
     assert len(lines) == 3 and "\x1b" not in log.getvalue() and "\r" not in log.getvalue()
     assert lines[0].startswith("check claims [1/3] 1.1 done in ") and lines[0].endswith(" s left; next 1.2")
     assert ", about " in lines[1]
     assert lines[2].startswith("check claims [3/3] 2.1 done in ") and "next" not in lines[2]
+
+
+def test_a_long_item_in_a_log_says_it_is_still_running():
+    log = io.StringIO()
+    for _ in track(["2.1"], "check claims", stream=log, heartbeat=0.05):
+        time.sleep(0.3)
+    lines = log.getvalue().splitlines()
+    running = [line for line in lines if "still running" in line]
+    assert lines[0] == "check claims: 1 item, first 2.1" and lines[-1].startswith("check claims [1/1] 2.1 done in ")
+    assert len(running) >= 2 and running[0].startswith("check claims [1/1] 2.1 still running, ")  # ≈ 0.3/0.05 beats
 
 
 def test_terminal_gets_a_bar_and_the_same_lines():
