@@ -48,15 +48,15 @@ def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profi
 
 
 def with_standing(record: dict) -> dict:
-    """The record with the standing its evidence supports (``proofs_check.verdicts.standing.reconcile``): the
-    declared one, or "fails in the paper's setting" when the check found that, with any conflict named."""
+    """The record with the standing its measurement in the paper's setting supports
+    (``proofs_check.verdicts.standing.reconcile``), with any conflict with the declared one named."""
     from proofs_check.verdicts.standing import reconcile
 
     declared = record.get("standing")
     if declared is None:
         return record
     standing, conflict = reconcile(declared, record.get("paper_setting") or "", record["status"])
-    record.update(declared_standing=declared, standing=standing)
+    record.update(declared_standing=str(declared), standing=str(standing))
     if conflict:
         record["standing_conflict"] = conflict
     return record
@@ -189,7 +189,7 @@ def format_stack_table(ledger: dict) -> str:
                else "-")
         why = (c.get("reason") or v.get("condition") or "")
         form = (v.get("measured") or {}).get("form", "-")
-        rows.append((c["id"], c["title"][:40], c["status"], form, err, " ".join(str(why).split())[:100]))
-    table = text_table(rows)
+        rows.append((c["id"], c["title"], c["status"], form, err, " ".join(str(why).split())))
+    table = text_table(rows, max_width=60)  # long titles and reasons wrap, never cut
     counts = {k: sum(c["status"] == k for c in ledger["claims"]) for k in words(StackVerdict)}
     return "\n".join(lines + table + ["", ", ".join(f"{v} {k}" for k, v in counts.items())])

@@ -3,7 +3,9 @@
 Each cell is one of **holds** (measured within its tolerance, with its control failing),
 **conditional** (holds under the named condition; the case without it is the evidence),
 **fails** (a counterexample shrunk by Hypothesis ``find``: the parameters and seed that
-reproduce it) or **n/a** (with the reason).  The ``preln`` column is the ledger
+reproduce it), **n/a** (with the reason) or **error** (the evaluation raised: its one-line
+summary, no evidence either way; ``fastslow grid`` then exits non-zero) —
+``proofs_check.verdicts.vocabulary.StackVerdict``.  The ``preln`` column is the ledger
 (``proofs_check.runners.ledger.run_claim``); every other cell is the claim's own evaluation
 (``proofs_check.verdicts.on_stack``, registered in the claim's family module) on the variants of
 ``numerics.architectures`` at small sizes (T = 4..6, d = 4, float64).  This module holds
@@ -22,8 +24,9 @@ import torch
 from proofs_check.verdicts.ids import CLAIM_IDS
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.tables import text_table
+from proofs_check.verdicts.vocabulary import Decision, StackVerdict, words
 
-STATUSES = ("holds", "conditional", "fails", "n/a")
+STATUSES = words(StackVerdict)
 
 
 def _cell(claim, arch, status, condition=None, evidence=None, counterexample=None):
@@ -43,18 +46,20 @@ def evaluate(claim: str, arch: str, ctx: CheckContext) -> dict:
 
 
 def preln_cell(entry: dict) -> dict:
-    """A ledger entry as a matrix cell: verified → holds (conditional with a finding)."""
+    """A ledger entry as a matrix cell: verified → holds (conditional with a finding), error → error."""
     cid = entry["id"]
     ev = {"ledger_status": entry["status"], "numeric": entry.get("numeric") and
           {k: entry["numeric"][k] for k in ("cases", "max_error", "tolerance")},
           "control": entry.get("control") and entry["control"]["status"]}
-    if entry["status"] == "skipped":
-        return _cell(cid, "preln", "n/a", "family not implemented", ev)
-    if entry["status"] == "verified":
+    if entry["status"] == Decision.SKIPPED:
+        return _cell(cid, "preln", StackVerdict.NA, "family not implemented", ev)
+    if entry["status"] == Decision.ERROR:
+        return _cell(cid, "preln", StackVerdict.ERROR, entry.get("detail"), ev)
+    if entry["status"] == Decision.VERIFIED:
         if entry.get("finding"):
-            return _cell(cid, "preln", "conditional", entry["finding"], ev)
-        return _cell(cid, "preln", "holds", None, ev)
-    return _cell(cid, "preln", "fails", entry.get("finding") or entry.get("detail"), ev,
+            return _cell(cid, "preln", StackVerdict.CONDITIONAL, entry["finding"], ev)
+        return _cell(cid, "preln", StackVerdict.HOLDS, None, ev)
+    return _cell(cid, "preln", StackVerdict.FAILS, entry.get("finding") or entry.get("detail"), ev,
                  {"reproduce": f"fastslow check --claim {cid}", "seed": 0})
 
 
@@ -90,7 +95,7 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
         else:
             entries = {e["id"]: e for e in ledger["claims"]}
         cells += [preln_cell(entries[c]) if c in entries else
-                  _cell(c, "preln", "n/a", "not in the supplied ledger") for c in ids]
+                  _cell(c, "preln", StackVerdict.NA, "not in the supplied ledger") for c in ids]
     torch.set_num_threads(min(2, torch.get_num_threads()))
     for arch in archs:
         if arch == "preln":
@@ -124,9 +129,9 @@ def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, prog
             print(f"  {c} × trained", flush=True)
         entry = get(c)
         if entry.arch_free:
-            cells.append(_cell(c, "trained", "n/a", entry.arch_free))
+            cells.append(_cell(c, "trained", StackVerdict.NA, entry.arch_free))
         elif entry.on_stack is None:
-            cells.append(_cell(c, "trained", "n/a", "no on-stack form: the claim is not a statement about one "
+            cells.append(_cell(c, "trained", StackVerdict.NA, "no on-stack form: the claim is not a statement about one "
                                                     "given stack"))
         else:
             v = entry.evaluate(spec, ctx)
@@ -137,7 +142,14 @@ def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, prog
 
 
 # ----------------------------------------------------------------------------- output
-SYMBOL = {"holds": "holds", "conditional": "cond.", "fails": "FAILS", "n/a": "n/a"}
+SYMBOL = {StackVerdict.HOLDS: "holds", StackVerdict.CONDITIONAL: "cond.", StackVerdict.FAILS: "FAILS",
+          StackVerdict.NA: "n/a", StackVerdict.ERROR: "ERROR"}
+
+
+def exit_code(matrix: dict) -> int:
+    """``fastslow grid``'s exit status: 1 when a cell's evaluation raised (error), else 0 (a *fails* cell is a
+    finding the grid reports, not a fault of the run)."""
+    return 1 if any(c["status"] == StackVerdict.ERROR for c in matrix["cells"]) else 0
 
 
 def format_table(matrix: dict) -> str:

@@ -1,8 +1,9 @@
 """The ledger: run one claim's check under its limits and record its entry, with the status the rule decides.
 
-A check that crashes or whose symbolic step runs past its time limit is *failed* with the reason;
-a check that never calls a generated function it declares, or whose tolerance does not match its
-stated derivation, is refused (*failed*), whatever its numbers.
+A check that raises is an *error* with the exception's one-line summary (``detail``) and its traceback:
+no evidence either way, never *failed*.  A check whose symbolic step runs past its time limit, that
+never calls a generated function it declares, or whose tolerance does not match its stated
+derivation, is refused (*failed*), whatever its numbers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import asdict
 
 from proofs_check.verdicts.evidence import CheckContext, decide
 from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.on_stack import raising
 from proofs_check.verdicts.registry import CLAIMS
+from proofs_check.verdicts.vocabulary import Decision, one_line
+
 
 def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     """Run one claim's check and return its ledger entry (JSON-ready)."""
@@ -22,7 +26,7 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     entry = CLAIMS.get(claim_id)
     if entry is None or entry.check is None:
         return {"id": claim_id, "family": CLAIM_IDS[claim_id], "title": "(not implemented)",
-                "status": "skipped", "reconstruction": False,
+                "status": Decision.SKIPPED, "reconstruction": False,
                 "symbolic": {"steps": 0, "proved": 0}, "numeric": None, "control": None,
                 "tests": [], "figure": None, "seconds": 0.0, "detail": "no check registered"}
     from proofs_check.runners.exercised import count_calls, never_called
@@ -31,23 +35,23 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     start = time.perf_counter()
     record = entry.record()
     try:
-        with count_calls(entry.generated) as calls, limit_symbolic_steps(ctx.step_seconds):
+        with count_calls(entry.generated) as calls, limit_symbolic_steps(ctx.step_seconds), raising():
             result = entry.check(ctx)
     except StepTimeout as exc:  # a symbolic step past its time limit is refused, not awaited
         step = {"name": str(exc), "proved": False, "method": "timeout", "detail": str(exc)}
-        record.update(status="failed", symbolic={"steps": 1, "proved": 0, "list": [step]}, numeric=None,
+        record.update(status=Decision.FAILED, symbolic={"steps": 1, "proved": 0, "list": [step]}, numeric=None,
                       control=None, detail=f"refused: {exc}", seconds=time.perf_counter() - start)
         return record
-    except Exception as exc:  # a crashing check is a failed claim, with its traceback kept
-        record.update(status="failed", symbolic={"steps": 0, "proved": 0}, numeric=None,
-                      control=None, detail=f"check raised {type(exc).__name__}: {exc}",
+    except Exception as exc:  # a crashing check is no evidence either way: an error, with its traceback kept
+        record.update(status=Decision.ERROR, symbolic={"steps": 0, "proved": 0}, numeric=None,
+                      control=None, detail=f"check raised {one_line(exc)}",
                       traceback=traceback.format_exc(), seconds=time.perf_counter() - start)
         return record
     refusals = [f"declared generated function {q} was never called by the check" for q in never_called(calls)]
     refusals += result.numeric.derivation_problems()
     status = decide(result)
     record.update(
-        status="failed" if refusals else status,
+        status=Decision.FAILED if refusals else status,
         generated_calls=calls,
         derivations=[d.as_dict() for d in result.numeric.derivations],
         symbolic={"steps": len(result.symbolic), "proved": sum(s.proved for s in result.symbolic),
@@ -57,6 +61,7 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
                  "table": result.numeric.table},
         control={"status": result.control.status, "detail": result.control.detail},
         notes=result.notes, finding=result.finding, paper_setting=result.paper_setting,
+        measurement=result.measurement,
         seconds=time.perf_counter() - start,
     )
     if refusals:

@@ -15,8 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-#: a claim entry's status: the ledger's decision (``proofs_check.verdicts.evidence.decide``)
-STATUSES = ("verified", "failed", "skipped")
+from proofs_check.verdicts.vocabulary import ControlStatus, Decision, PaperOutcome, Standing, words
+
+#: a claim entry's status: the ledger's decision (``proofs_check.verdicts.vocabulary.Decision``)
+STATUSES = words(Decision)
 
 
 class _Strict(BaseModel):
@@ -45,7 +47,7 @@ class NumericSummary(_Strict):
 class ControlSummary(_Strict):
     """The negative control: did breaking the theorem's condition fail it by the predicted amount?"""
 
-    status: Literal["fails-as-predicted", "did-not-fail"]
+    status: Literal[words(ControlStatus)]
     detail: str = ""
 
 
@@ -65,7 +67,8 @@ class LedgerClaim(_Strict):
     """One claim's entry: its description (``Claim.record``), then what its check found."""
 
     id: str = Field(description="the claim's number in docs/theory.md, e.g. '2.1'")
-    status: Literal[STATUSES]
+    status: Literal[STATUSES] = Field(description="the ledger's decision (proofs_check.verdicts.vocabulary."
+                                                  "Decision); error: the check raised, detail has its one-line summary")
     family: str
     title: str
     statement: str | None = None
@@ -76,8 +79,10 @@ class LedgerClaim(_Strict):
     figure: str | None = None
     kind: str | None = None
     setting: str | None = None
-    standing: str | None = None
-    declared_standing: str | None = None
+    standing: Literal[words(Standing)] | None = Field(
+        None, description="the claim's standing in the paper's setting, derived from its measurement there "
+                          "(proofs_check.verdicts.vocabulary.Standing)")
+    declared_standing: Literal[words(Standing)] | None = None
     standing_conflict: str | None = None
     condition: str | None = None
     headline: str | None = None
@@ -88,7 +93,10 @@ class LedgerClaim(_Strict):
     derivations: list[dict[str, Any]] | None = Field(None, description="each tolerance's stated derivation")
     notes: str | None = None
     finding: str | None = None
-    paper_setting: str | None = None
+    paper_setting: Literal[words(PaperOutcome)] | None = None
+    measurement: dict[str, Any] | None = Field(
+        None, description="the measurement in the paper's setting the standing rests on: quantity, value, "
+                          "reference, outcome")
     detail: str | None = None
     traceback: str | None = None
     seconds: float = Field(ge=0)
@@ -158,10 +166,18 @@ def _where(loc) -> str:
 
 
 def checked_ledger(ledger: dict) -> dict:
-    """``ledger`` itself once it validates against :class:`Ledger`; ValueError naming the first bad field."""
+    """``ledger`` itself once it validates against :class:`Ledger` and every entry keeps the rule that its
+    standing is what its measurement in the paper's setting shows (``proofs_check.verdicts.standing.refusal``);
+    ValueError naming the first bad field or claim."""
+    from proofs_check.verdicts.standing import refusal
+
     try:
         Ledger.model_validate(ledger)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ValueError(f"the ledger does not match its schema: field {_where(err['loc'])}: {err['msg']}") from None
+    for record in ledger["claims"]:
+        problem = refusal(record)
+        if problem:
+            raise ValueError(f"the ledger breaks the standing rule: {problem}")
     return ledger

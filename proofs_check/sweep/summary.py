@@ -1,7 +1,9 @@
 """Per claim: how often it holds over a sweep, with a Wilson interval, and its worst case.
 
-The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing, and a
-*conditional* row (the claim's extra condition is not met on that stack) counts as not holding.
+The fraction is holds / (holds + conditional + fails): the *n/a* rows state nothing, the *error* rows
+(the evaluation raised) are no evidence either way and never a counterexample or the worst case (they
+are counted apart), and a *conditional* row (the claim's extra condition is not met on that stack)
+counts as not holding.
 Its 95 % interval is Wilson's score interval (``scipy.stats.binomtest(...).proportion_ci(
 method="wilson")``), which stays inside [0, 1] and is honest at fractions near 0 or 1.  The worst
 case is the row with the largest error / tolerance (a *fails* row first, then a *conditional*
@@ -14,9 +16,12 @@ import json
 import math
 
 from proofs_check.sweep.grid import knob_defaults
+from proofs_check.verdicts.vocabulary import StackVerdict
 
 CONFIDENCE = 0.95
-RANK = {"fails": 2, "conditional": 1, "holds": 0}  # the worst case: fails, then conditional, then the largest error
+#: the worst case: fails, then conditional, then the largest error; n/a and error rows are never it
+RANK = {StackVerdict.FAILS: 2, StackVerdict.CONDITIONAL: 1, StackVerdict.HOLDS: 0}
+JUDGED = tuple(RANK)
 #: random_stack knobs that ``fastslow simulate`` takes as options (knob -> flag).
 SIMULATE_FLAGS = {"gate": "--gate", "value_scale": "--value-scale", "decay": "--decay", "ln_gain": "--ln-gain",
                   "weight_scale": "--weight-scale", "slow_kernel": "--slow-kernel"}
@@ -67,13 +72,13 @@ def summarise(df) -> dict:
     out, defaults = {}, knob_defaults()
     for claim, rows in df.groupby("claim", sort=True):
         counts = rows["verdict"].value_counts().to_dict()
-        applicable = int(sum(counts.get(s, 0) for s in ("holds", "conditional", "fails")))
-        holds = int(counts.get("holds", 0))
+        applicable = int(sum(counts.get(s, 0) for s in JUDGED))
+        holds = int(counts.get(StackVerdict.HOLDS, 0))
         low, high = wilson(holds, applicable)
         entry = {"rows": int(len(rows)), "counts": {k: int(v) for k, v in counts.items()},
                  "fraction_holds": holds / applicable if applicable else None,
                  "wilson_95": [low, high] if applicable else None, "worst": None}
-        ranked = rows[rows["verdict"] != "n/a"].assign(
+        ranked = rows[rows["verdict"].isin(JUDGED)].assign(
             _rank=lambda r: r["verdict"].map(RANK),
             _ratio=lambda r: r["error_ratio"].fillna(-math.inf))
         if len(ranked):
@@ -90,14 +95,14 @@ def summarise(df) -> dict:
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"{'claim':6s} {'rows':>6s} {'holds':>6s} {'cond.':>6s} {'fails':>6s} {'n/a':>5s}  "
+    lines = [f"{'claim':6s} {'rows':>6s} {'holds':>6s} {'cond.':>6s} {'fails':>6s} {'n/a':>5s} {'error':>5s}  "
              "fraction holds [95% Wilson]"]
     for claim, e in summary.items():
         c = e["counts"]
         frac = ("—" if e["fraction_holds"] is None else
                 f"{e['fraction_holds']:.4f} [{e['wilson_95'][0]:.4f}, {e['wilson_95'][1]:.4f}]")
         lines.append(f"{claim:6s} {e['rows']:6d} {c.get('holds', 0):6d} {c.get('conditional', 0):6d} "
-                     f"{c.get('fails', 0):6d} {c.get('n/a', 0):5d}  {frac}")
+                     f"{c.get('fails', 0):6d} {c.get('n/a', 0):5d} {c.get('error', 0):5d}  {frac}")
         w = e["worst"]
         if w is not None:
             ratio = "—" if w["error_ratio"] is None else f"{w['error_ratio']:.3g}"

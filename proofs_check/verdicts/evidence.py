@@ -3,7 +3,8 @@
 A claim is **verified** only when (a) every symbolic step is proved, (b) the numeric property
 check's max error is within its stated tolerance, and (c) its negative control fails as
 predicted.  Check functions return a :class:`ClaimResult` (evidence only); :func:`decide` sets
-the status, never the check.
+the status, never the check.  A check that raises has no evidence: the ledger records it as
+*error* (``proofs_check.verdicts.vocabulary.Decision``), never *failed*.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import math
 from dataclasses import dataclass, field, asdict
 
 from proofs_check.timeouts import STEP_SECONDS
+from proofs_check.verdicts.vocabulary import ControlStatus, Decision, PaperOutcome, words
 
-STATUSES = ("verified", "failed", "skipped")
-CONTROL_STATUSES = ("fails-as-predicted", "did-not-fail")
+STATUSES = words(Decision)
+CONTROL_STATUSES = words(ControlStatus)
 
 
 @dataclass
@@ -129,7 +131,17 @@ class ClaimResult:
     control: ControlResult
     notes: str = ""
     finding: str = ""  # a stated counterexample or condition the paper's statement needs
-    paper_setting: str = ""  # the claim in the paper's setting: "" (not run apart), "holds", "fails" (proofs_check.verdicts.standing)
+    paper_setting: str = ""  # the claim in the paper's setting (vocabulary.PaperOutcome; proofs_check.verdicts.standing)
+    measurement: dict | None = None  # the measurement in the paper's setting (standing.measurement); sets paper_setting
+
+    def __post_init__(self):
+        if self.measurement is not None:
+            outcome = self.measurement["outcome"]
+            if self.paper_setting not in ("", outcome):
+                raise ValueError(f"paper_setting={self.paper_setting!r} but the measurement's outcome is {outcome!r}")
+            self.paper_setting = outcome
+        if self.paper_setting not in words(PaperOutcome):
+            raise ValueError(f"paper_setting={self.paper_setting!r} is not one of {words(PaperOutcome)}")
 
 
 @dataclass
@@ -163,9 +175,9 @@ class CheckContext:
         return self.profile == "thorough"
 
 
-def decide(result: ClaimResult) -> str:
+def decide(result: ClaimResult) -> Decision:
     """The ledger's rule: verified iff all steps proved, numeric within tolerance, control failed."""
     symbolic_ok = all(step.proved for step in result.symbolic)
-    if symbolic_ok and result.numeric.ok and result.control.status == "fails-as-predicted":
-        return "verified"
-    return "failed"
+    if symbolic_ok and result.numeric.ok and result.control.status == ControlStatus.FAILS_AS_PREDICTED:
+        return Decision.VERIFIED
+    return Decision.FAILED

@@ -12,17 +12,37 @@ form (:func:`matrix_free_verdict`) above.  The ledger's check of the claim runs 
 ctx)`` (``registry.ledger_cases``); the claims × architectures grid runs the same function on each
 variant's specs (``registry.evaluate_arch``); the scale presets, sweeps and trained checkpoints are further sources of
 specs.  A verdict reports the measured numbers, the prediction, the error against its tolerance and one
-of the statuses below; it never depends on where the spec came from.
+of :class:`~proofs_check.verdicts.vocabulary.StackVerdict`; it never depends on where the spec came from.
+A form that raises is an *error* with the exception's one-line summary: no evidence either way, never a
+*fails* and never a counterexample.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import traceback
 from dataclasses import asdict, dataclass, field
 
-VERDICTS = ("holds", "conditional", "fails", "n/a")
+from proofs_check.verdicts.vocabulary import StackVerdict, one_line, words
+
+VERDICTS = words(StackVerdict)
+
+#: inside a ledger check (:func:`raising`), a form that raises propagates, so that the ledger records the
+#: claim as *error*; elsewhere (grid, sweeps, ``check --stack``) it becomes an *error* verdict
+_RAISE = contextvars.ContextVar("raise_form_errors", default=False)
+
+
+@contextlib.contextmanager
+def raising():
+    """Within this block, on-stack and matrix-free forms that raise are not caught (the ledger's checks)."""
+    token = _RAISE.set(True)
+    try:
+        yield
+    finally:
+        _RAISE.reset(token)
 
 
 @dataclass
@@ -32,7 +52,7 @@ class Verdict:
     ``error``/``tolerance`` are the normalised headline numbers (``error <= tolerance`` is the
     claim's numeric condition); ``measured`` and ``predicted`` hold the quantities themselves.
     ``condition`` names the extra hypothesis a *conditional* verdict rests on; ``reason``
-    explains an *n/a*; ``counterexample`` reproduces a *fails* (the spec and seed).
+    explains an *n/a* and summarises an *error*; ``counterexample`` reproduces a *fails* (the spec and seed).
     """
 
     claim: str
@@ -50,6 +70,7 @@ class Verdict:
     def __post_init__(self):
         if self.status not in VERDICTS:
             raise ValueError(f"verdict status {self.status!r} is not one of {VERDICTS}")
+        self.status = StackVerdict(self.status).value  # the plain word, as JSON and parquet store it
 
     @property
     def within_tolerance(self) -> bool:
@@ -78,20 +99,27 @@ def check_spec(spec) -> None:
 
 
 def dense_verdict(claim, spec, ctx) -> Verdict:
-    """``claim``'s dense form on ``spec``; a crash is a *fails* with its traceback.  On a checkpoint, a form that
+    """``claim``'s dense form on ``spec``; a crash is an *error* with its traceback.  On a checkpoint, a form that
     builds stacks of another shape than the checkpoint's (it varies the depth, the weight path, ...) is n/a,
     with the refusal as the reason, not a failure of the claim."""
+    from numerics.checkpoint import CheckpointError
+
     try:
         verdict = claim.on_stack(spec, ctx)
+    except CheckpointError as exc:
+        if _RAISE.get() and spec.checkpoint is None:
+            raise
+        verdict = (Verdict(claim.id, StackVerdict.NA, reason=f"the check varies the stack beyond one checkpoint's "
+                           f"shape: {exc}") if spec.checkpoint is not None else
+                   Verdict(claim.id, StackVerdict.ERROR, reason=f"evaluation raised {one_line(exc)}",
+                           measured={"traceback": traceback.format_exc(limit=4)}))
     except Exception as exc:
-        verdict = Verdict(claim.id, "fails", reason=f"evaluation raised {type(exc).__name__}: {exc}",
+        if _RAISE.get():
+            raise
+        verdict = Verdict(claim.id, StackVerdict.ERROR, reason=f"evaluation raised {one_line(exc)}",
                           measured={"traceback": traceback.format_exc(limit=4)})
     if spec.checkpoint is not None:
         verdict.measured.setdefault("form", "dense")
-        if verdict.status == "fails" and (verdict.reason or "").startswith("evaluation raised CheckpointError"):
-            verdict.status = "n/a"
-            verdict.reason = ("the check varies the stack beyond one checkpoint's shape: "
-                              + verdict.reason.removeprefix("evaluation raised CheckpointError: "))
     return verdict
 
 
@@ -114,20 +142,22 @@ def matrix_free_verdict(claim, spec) -> Verdict:
     try:
         result = claim.matrix_free(_scale_run(spec))
     except CheckpointError as exc:
-        return Verdict(claim.id, "n/a", reason=f"matrix-free form: {exc} (the dense form: T·d = "
+        return Verdict(claim.id, StackVerdict.NA, reason=f"matrix-free form: {exc} (the dense form: T·d = "
                        f"{spec.T * spec.d} > {claim.dense_features})", spec=spec.as_dict())
-    except Exception as exc:  # a crashing form is a failure of the claim on this stack, as a dense one is
-        return Verdict(claim.id, "fails", reason=f"matrix-free form raised {type(exc).__name__}: {exc}",
+    except Exception as exc:  # a crashing form is no evidence either way, as a dense one is
+        if _RAISE.get():
+            raise
+        return Verdict(claim.id, StackVerdict.ERROR, reason=f"matrix-free form raised {one_line(exc)}",
                        measured={"form": "matrix-free", "traceback": traceback.format_exc(limit=4)},
-                       spec=spec.as_dict(), counterexample={"spec": spec.as_dict()})
-    status = "holds" if decide(result) == "verified" else "fails"
+                       spec=spec.as_dict())
+    status = StackVerdict.HOLDS if decide(result) == "verified" else StackVerdict.FAILS
     measured = {"form": "matrix-free", "numeric": result.numeric.detail,
                 "control": {"status": result.control.status, "detail": result.control.detail}}
     return Verdict(claim.id, status, measured=measured, error=result.numeric.max_error,
                    tolerance=result.numeric.tolerance, spec=spec.as_dict(),
-                   reason=None if status == "holds" else "matrix-free form: " + (
+                   reason=None if status == StackVerdict.HOLDS else "matrix-free form: " + (
                        result.control.detail if result.numeric.ok else result.numeric.detail),
-                   counterexample=None if status == "holds" else {"spec": spec.as_dict()})
+                   counterexample=None if status == StackVerdict.HOLDS else {"spec": spec.as_dict()})
 
 
 def off_reference(claim, spec) -> Verdict | None:
@@ -145,15 +175,17 @@ def off_reference(claim, spec) -> Verdict | None:
               f"move the reference off the token-homogeneous set (max_ℓ ‖X_ℓ − 1·mean_t X_ℓ‖/‖X_ℓ‖ from "
               f"X_0 = 1x̄ᵀ, at layer {ref['layer']}; tolerance: float64 rounding at g = 0), and the claim is "
               "stated at the gate-0 homogeneous reference")
-    return Verdict(claim.id, "n/a", measured={"reference": ref}, reason=reason, spec=spec.as_dict())
+    return Verdict(claim.id, StackVerdict.NA, measured={"reference": ref}, reason=reason, spec=spec.as_dict())
 
 
 def combine(claim_id: str, verdicts: list[Verdict]) -> Verdict:
-    """Several stacks' verdicts as one: the worst status (fails > conditional > holds), the largest
-    normalised error, every measurement kept in ``measured['cases']``."""
+    """Several stacks' verdicts as one: the worst status (error > fails > conditional > holds > n/a: an error is
+    never hidden behind another stack's verdict), the largest normalised error, every measurement kept in
+    ``measured['cases']``."""
     if not verdicts:
-        return Verdict(claim_id, "n/a", reason="no stacks")
-    rank = {"fails": 0, "conditional": 1, "holds": 2, "n/a": 3}
+        return Verdict(claim_id, StackVerdict.NA, reason="no stacks")
+    rank = {StackVerdict.ERROR: 0, StackVerdict.FAILS: 1, StackVerdict.CONDITIONAL: 2, StackVerdict.HOLDS: 3,
+            StackVerdict.NA: 4}
     worst = min(verdicts, key=lambda v: rank[v.status])
     errs = [(v.error / v.tolerance if v.tolerance else v.error) for v in verdicts if v.error is not None]
     return Verdict(claim_id, worst.status,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from proofs_check.verdicts.ids import CLAIM_IDS
+from proofs_check.verdicts.vocabulary import StackVerdict
 
 #: Above this many features T·d a claim runs in its matrix-free form (when it has one): the dense forms
 #: build (Td)² state Jacobians and parameter Jacobians (at T·d = 256 all of them take ~30 s on one core;
@@ -87,7 +88,7 @@ class Claim:
         """The claim on the stack ``spec``: its dense form where T·d ≤ :attr:`dense_features`, its matrix-free
         form above (when it has one; else the dense form).  n/a where the claim does not apply to the
         architecture, and, on a checkpoint's weights, where a claim stated at 1x̄ᵀ finds the trajectory off
-        the token-homogeneous set.  A crashing evaluation is a *fails* with its traceback.  An invalid spec
+        the token-homogeneous set.  A crashing evaluation is an *error* with its traceback.  An invalid spec
         or a claim with no on-stack form is refused (ValueError) before anything is evaluated."""
         from proofs_check.verdicts import on_stack as O
 
@@ -97,7 +98,7 @@ class Claim:
         O.check_spec(spec)
         reason = self.not_applicable_to(spec.arch)
         if reason:
-            return O.Verdict(self.id, "n/a", reason=reason, spec=spec.as_dict())
+            return O.Verdict(self.id, StackVerdict.NA, reason=reason, spec=spec.as_dict())
         start = time.perf_counter()
         if spec.checkpoint is not None and self.along_text:   # at the states the checkpoint's text visits
             verdict = O.dense_verdict(self, spec, ctx)
@@ -216,13 +217,16 @@ def evaluate(claim_id: str, spec, ctx):
 
 def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
     """The claim on its preln specs, as the ledger's check runs it: ``[(spec, verdict)]`` for the stacks
-    that evaluated, and one table row (the stack, its status and the reason) for each that did not
-    (n/a or a crash: the check counts those as an infinite error)."""
+    that evaluated, and one table row (the stack, its status and the reason) for each that is n/a (the
+    check counts those as an infinite error).  A stack whose evaluation raised makes the check raise
+    (RuntimeError with the summary), so that the ledger records the claim as *error*, not *failed*."""
     cases, unusable = [], []
     entry = CLAIMS[claim_id]
     for spec in entry.specs("preln", ctx):
         v = entry.evaluate(spec, ctx)
-        if v.status == "n/a" or "traceback" in v.measured:
+        if v.status == StackVerdict.ERROR:
+            raise RuntimeError(f"claim {claim_id} on {spec.label()}: {v.reason}")
+        if v.status == StackVerdict.NA:
             unusable.append({"stack": spec.label(), "status": v.status,
                              "reason": v.reason or v.measured.get("traceback")})
         else:
@@ -237,12 +241,12 @@ def evaluate_arch(claim_id: str, arch: str, ctx) -> Verdict:
 
     entry = CLAIMS.get(claim_id)
     if entry is not None and entry.arch_free:
-        return Verdict(claim_id, "n/a", reason=entry.arch_free)
+        return Verdict(claim_id, StackVerdict.NA, reason=entry.arch_free)
     if entry is None or entry.on_stack is None:
-        return Verdict(claim_id, "n/a", reason="not a statement about a stack")
+        return Verdict(claim_id, StackVerdict.NA, reason="not a statement about a stack")
     reason = entry.not_applicable_to(arch)
     if reason:
-        return Verdict(claim_id, "n/a", reason=reason)
+        return Verdict(claim_id, StackVerdict.NA, reason=reason)
     return combine(claim_id, [entry.evaluate(s, ctx) for s in entry.specs(arch, ctx)])
 
 

@@ -8,37 +8,56 @@ what that evidence is worth for the paper:
   model system; no stack enters), *prediction* (a quantitative statement about stacks that can
   fail on some stack), *experiment* (depends on data);
 - **setting**: the paper's (:data:`PAPER_SETTING`) or one the suite chose, named;
-- **standing**: one of :data:`STANDINGS` — holds as stated; holds under a condition the paper
-  does not state (named); fails in the paper's setting; reconstruction (docs/theory.md rebuilt
-  the definition, so the paper's own statement is not what was checked).
+- **standing**: one of :class:`~proofs_check.verdicts.vocabulary.Standing` — holds as stated; holds
+  under a condition the paper does not state (named); fails in the paper's setting; absent in the
+  paper's setting (the effect is not there); vacuous in the paper's setting (the bound cannot bind);
+  reconstruction (docs/theory.md rebuilt the definition, so the paper's own statement is not what was
+  checked).
 
-The vocabulary is enforced twice.  :func:`validate_declaration` refuses, when a claim registers,
-a standing its kind and setting cannot support (nothing checked outside the paper's setting
-"holds as stated"; nothing that fails in the paper's setting was checked in it).
-:func:`reconcile` refuses, after the check ran, a standing its evidence contradicts: a check
-reporting that the claim fails in the paper's setting makes the standing "fails in the paper's
-setting", whatever was declared, and the conflict is recorded.
+A standing is set by measurement.  A check that runs the paper's setting reports it as a
+:func:`measurement` (the quantity, its number, what it is judged against, and the outcome: holds, fails,
+absent, vacuous); :func:`reconcile` derives the standing from it, whatever was declared, and records a
+conflict with the declaration.  A declared standing survives only where the check confirms it: a verified
+check run in the paper's setting, or a measurement there that agrees.  :func:`validate_declaration`
+refuses, when a claim registers, a standing its kind and setting cannot support, and :func:`refusal`
+refuses a ledger record that breaks the rule (a claim whose own measurement in the paper's setting shows
+the effect absent, the bound vacuous or the claim failing never reads holds or verified).
 """
 
 from __future__ import annotations
 
 from proofs_check.tables import bold, markdown_table, text_table
+from proofs_check.verdicts.vocabulary import Decision, LedgerWord, PaperOutcome, Standing, words
 
 KINDS = ("identity", "lemma", "prediction", "experiment")
 
-HOLDS = "holds as stated"
-CONDITIONAL = "holds under a condition the paper does not state"
-FAILS = "fails in the paper's setting"
-RECONSTRUCTION = "reconstruction"
-STANDINGS = (HOLDS, CONDITIONAL, FAILS, RECONSTRUCTION)
+HOLDS = Standing.HOLDS
+CONDITIONAL = Standing.CONDITIONAL
+FAILS = Standing.FAILS
+ABSENT = Standing.ABSENT
+VACUOUS = Standing.VACUOUS
+RECONSTRUCTION = Standing.RECONSTRUCTION
+STANDINGS = words(Standing)
+#: the standings a measurement in the paper's setting can force, by its outcome
+FORCED = {PaperOutcome.FAILS: FAILS, PaperOutcome.ABSENT: ABSENT, PaperOutcome.VACUOUS: VACUOUS}
 
 #: The paper's setting: the stack of docs/theory.md §0 as the paper builds it.
 PAPER = "paper"
 PAPER_SETTING = "causal fast kernel, pre-LN, untied, gate 0"
 
 #: What a check reports about the paper's setting (``ClaimResult.paper_setting``): not separately
-#: evaluated (its own setting is the paper's, or no stack enters), holds there, fails there.
-PAPER_OUTCOMES = ("", "holds", "fails")
+#: evaluated (its own setting is the paper's, or no stack enters), holds, fails, absent or vacuous there.
+PAPER_OUTCOMES = words(PaperOutcome)
+
+
+def measurement(quantity: str, value, judged: str, outcome: str, *, where: str = PAPER_SETTING) -> dict:
+    """A check's measurement in the paper's setting: ``quantity`` (what was measured), ``value`` (its
+    number, or numbers), ``judged`` (the criterion it is judged against, in words with its number),
+    ``outcome`` (:class:`PaperOutcome`, not empty) and ``where`` (the stack it was measured on)."""
+    outcome = PaperOutcome(outcome)
+    if outcome == PaperOutcome.NOT_RUN:
+        raise ValueError("a measurement in the paper's setting has an outcome: holds, fails, absent or vacuous")
+    return {"quantity": quantity, "value": value, "judged": judged, "outcome": outcome.value, "where": where}
 
 
 def validate_declaration(claim_id: str, *, kind: str, setting: str, standing: str, condition: str | None,
@@ -58,44 +77,71 @@ def validate_declaration(claim_id: str, *, kind: str, setting: str, standing: st
                          f"be '{HOLDS}'; name the condition ('{CONDITIONAL}') or say it '{FAILS}'")
     if standing == FAILS and setting == PAPER:
         raise ValueError(f"{where}: '{FAILS}' needs the setting in which the check passed, not {PAPER!r}")
-    if standing == FAILS and kind == "lemma":
+    if standing in FORCED.values() and kind == "lemma":
         raise ValueError(f"{where}: a lemma has no stack, so no paper's setting to fail in")
     if standing == CONDITIONAL and not (condition and condition.strip()):
         raise ValueError(f"{where}: '{CONDITIONAL}' must name the condition")
     if standing == RECONSTRUCTION and not reconstruction:
         raise ValueError(f"{where}: standing '{RECONSTRUCTION}' but docs/theory.md does not mark it a reconstruction")
-    if reconstruction and standing not in (RECONSTRUCTION, FAILS):
+    if reconstruction and standing not in (RECONSTRUCTION, *FORCED.values()):
         raise ValueError(f"{where}: docs/theory.md marks it a reconstruction, so it cannot be '{standing}'")
 
 
 def reconcile(declared: str, paper_setting: str, status: str) -> tuple[str, str]:
-    """The standing the ledger records, and a conflict note ('' when the evidence agrees).
+    """The standing the ledger records, derived from the check's measurement in the paper's setting, and a
+    conflict note ('' when the measurement agrees with the declaration).
 
-    ``paper_setting`` is the check's report on the paper's setting (:data:`PAPER_OUTCOMES`).  A
-    claim the check found failing in the paper's setting stands as :data:`FAILS` whatever was
-    declared; a declared :data:`FAILS` the check did not report (it did not run the paper's setting,
-    or the claim held there) is kept only with the conflict named.  A claim whose check failed or
-    crashed keeps its declared standing: the ledger's ``failed`` already says it is not evidence."""
+    ``paper_setting`` is the measurement's outcome (:data:`PAPER_OUTCOMES`).  Fails, absent or vacuous there
+    make the standing :data:`FAILS`, :data:`ABSENT` or :data:`VACUOUS` whatever was declared; holds there
+    confirms holds, a named condition or a reconstruction, and overrides a declared fails / absent /
+    vacuous with :data:`HOLDS`.  A check that did not run the paper's setting confirms no negative standing:
+    a declared one is kept with the conflict named.  A claim whose check failed or raised keeps its declared
+    standing: the ledger's ``failed`` / ``error`` already says it is not evidence."""
     if paper_setting not in PAPER_OUTCOMES:
         raise ValueError(f"paper_setting={paper_setting!r} is not one of {PAPER_OUTCOMES}")
-    if status != "verified":
+    if status != Decision.VERIFIED:
         return declared, ""
-    if paper_setting == "fails" and declared != FAILS:
-        return FAILS, f"declared '{declared}', but the check found that it fails in the paper's setting"
-    if declared == FAILS and paper_setting != "fails":
-        return declared, ("declared 'fails in the paper's setting', but the check "
-                          + ("found that it holds there" if paper_setting == "holds" else "did not run the paper's setting"))
+    forced = FORCED.get(paper_setting)
+    if forced is not None:
+        if declared == forced:
+            return forced, ""
+        verb = {FAILS: "fails", ABSENT: "is absent", VACUOUS: "is vacuous"}[forced]
+        return forced, f"declared '{declared}', but the check found that it {verb} in the paper's setting"
+    if declared in FORCED.values():
+        return (HOLDS, f"declared '{declared}', but the check found that it holds there") if paper_setting else \
+            (declared, f"declared '{declared}', but the check did not run the paper's setting")
     return declared, ""
 
 
+def refusal(record: dict) -> str | None:
+    """Why a ledger record breaks the rule that a standing is what its measurement shows, or None: an outcome
+    in the paper's setting without its measurement (or disagreeing with it), or a claim whose measurement
+    shows it failing, absent or vacuous in the paper's setting that reads holds, a condition, or verified."""
+    where = f"claim {record.get('id')}"
+    outcome = record.get("paper_setting") or ""
+    shown = record.get("measurement")
+    if shown is not None and shown.get("outcome") != outcome:
+        return f"{where}: paper_setting={outcome!r} but its measurement's outcome is {shown.get('outcome')!r}"
+    if outcome and shown is None:
+        return f"{where}: paper_setting={outcome!r} with no measurement in the paper's setting to show it"
+    forced = FORCED.get(outcome)
+    if forced is not None and record.get("status") == Decision.VERIFIED and record.get("standing") != forced:
+        return (f"{where}: its measurement in the paper's setting ({shown['quantity']} = {shown['value']}) is "
+                f"{outcome}, but its standing reads '{record.get('standing')}'")
+    if forced is not None and ledger_word(record) == Decision.VERIFIED:
+        return f"{where}: {outcome} in the paper's setting, yet the ledger reads 'verified'"
+    return None
+
+
 def ledger_word(record: dict) -> str:
-    """The mechanical decision as the summary prints it: never a bare 'verified' beside a claim that
-    fails in the paper's setting (there the check passed only in the suite's setting)."""
-    status = record.get("status", "skipped")
-    if status == "verified" and record.get("standing") == FAILS:
-        return "passes off the paper's setting"
-    if status == "verified" and record.get("setting") not in (None, PAPER) and record.get("kind") != "lemma":
-        return "verified in its setting"
+    """The mechanical decision as the summary prints it: never a bare 'verified' beside a claim that fails,
+    is absent or is vacuous in the paper's setting (there the check passed only in the suite's setting)."""
+    status = record.get("status", Decision.SKIPPED)
+    if status == Decision.VERIFIED and (record.get("standing") in FORCED.values()
+                                        or FORCED.get(record.get("paper_setting") or "")):
+        return LedgerWord.PASSES_OFF_PAPER
+    if status == Decision.VERIFIED and record.get("setting") not in (None, PAPER) and record.get("kind") != "lemma":
+        return LedgerWord.VERIFIED_IN_SETTING
     return status
 
 

@@ -81,6 +81,37 @@ class ControlStatus(StrEnum):
     DID_NOT_FAIL = "did-not-fail"
 
 
+class LedgerWord(StrEnum):
+    """How the summary prints a *verified* decision whose setting is not simply the paper's
+    (``proofs_check.verdicts.standing.ledger_word``)."""
+
+    #: verified in a setting the suite chose (named), not the paper's
+    VERIFIED_IN_SETTING = "verified in its setting"
+    #: verified only off the paper's setting; in the paper's setting the claim fails, is absent or vacuous
+    PASSES_OFF_PAPER = "passes off the paper's setting"
+
+
+class Tone(StrEnum):
+    """The colour a word is shown in (the report's table cells)."""
+
+    HOLDS = "holds"
+    CONDITIONAL = "conditional"
+    FAILS = "fails"
+    NA = "na"
+    ERROR = "error"
+
+
+#: every result word of the vocabularies above -> its tone
+TONES: dict[str, Tone] = {
+    Decision.VERIFIED: Tone.HOLDS, Decision.FAILED: Tone.FAILS, Decision.ERROR: Tone.ERROR, Decision.SKIPPED: Tone.NA,
+    StackVerdict.HOLDS: Tone.HOLDS, StackVerdict.CONDITIONAL: Tone.CONDITIONAL, StackVerdict.FAILS: Tone.FAILS,
+    StackVerdict.NA: Tone.NA,
+    Standing.HOLDS: Tone.HOLDS, Standing.CONDITIONAL: Tone.CONDITIONAL, Standing.FAILS: Tone.FAILS,
+    Standing.ABSENT: Tone.FAILS, Standing.VACUOUS: Tone.FAILS, Standing.RECONSTRUCTION: Tone.CONDITIONAL,
+    LedgerWord.VERIFIED_IN_SETTING: Tone.CONDITIONAL, LedgerWord.PASSES_OFF_PAPER: Tone.FAILS,
+}
+
+
 def words(enum: type[StrEnum]) -> tuple[str, ...]:
     """The enum's words in declaration order (for JSON Schemas and counts)."""
     return tuple(m.value for m in enum)

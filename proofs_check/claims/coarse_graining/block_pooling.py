@@ -18,7 +18,7 @@ from numerics import kernels as K
 from numerics.jacobians import reference_input, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.verdicts.standing import FAILS
+from proofs_check.verdicts.standing import FAILS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict
@@ -296,5 +296,9 @@ def check_3_2(ctx) -> ClaimResult:
                                                    for r in table if r.get("part") == "b" and r.get("seed") == 0) +
              " (W_VO = 20·I + noise and a different draw: same trend, faster decay).")
     # the causal kernel is the paper's: the control failing as predicted is the claim failing there
+    deepest = [v.measured["two_sided"][-1] for _, v in ctl]
+    paper = measurement("‖J − QJQ‖/‖J‖ at the last layer, causal kernel", [round(x, 4) for x in deepest],
+                        f"(b) needs it → 0 past ℓ*; saturated limit √(1 − 1/P) = {math.sqrt(1 - 1 / P):.3f}",
+                        "fails") if ctl_ok else None
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding,
-                       paper_setting="fails" if ctl_ok else "")
+                       measurement=paper)
