@@ -6,7 +6,8 @@ checkpoint at the states its own text visits.  The text is the shipped corpus's 
 stack's T tokens.  The tokens depend on the checkpoint's vocabulary:
 
 - a checkpoint of ``fastslow train`` reads bytes (vocabulary 256): the bytes themselves;
-- an imported GPT-2 with vocabulary ≥ 256 reads GPT-2's byte-level tokens: ids 0..255 of GPT-2's
+- a vocabulary of exactly 256 (a byte-level model, GPT-2's code trained on bytes included) reads the bytes;
+- an imported GPT-2 with a larger vocabulary (GPT-2's BPE) reads GPT-2's byte-level tokens: ids 0..255 of GPT-2's
   vocabulary are the 256 bytes in the order of its ``bytes_to_unicode`` table (the printable bytes
   '!'..'~', '¡'..'¬', '®'..'ÿ' first, then the others in increasing order), so every byte of the text
   is one token (a valid GPT-2 encoding of the text, without the BPE merges: no tokenizer file is read);
@@ -42,7 +43,7 @@ def text_tokens(T: int, vocab: int, windows: int = WINDOWS, gpt2: bool = False) 
     from numerics.corpus import ByteCorpus
 
     data = ByteCorpus.load().validation_windows(T, windows)
-    if gpt2 and vocab >= 256:
+    if gpt2 and vocab > 256:
         return gpt2_byte_ids()[data]
     return data % vocab if vocab < 256 else data
 
@@ -84,7 +85,7 @@ def load(spec, windows: int = WINDOWS) -> HeldOut:
         vocab = outside["embedding.wte"].shape[0]
         tokens = text_tokens(T, vocab, windows, gpt2=True)
         eps = stack.config.ln_eps
-        tokenisation = ("GPT-2 byte-level ids (bytes_to_unicode order)" if vocab >= 256
+        tokenisation = ("GPT-2 byte-level ids (bytes_to_unicode order)" if vocab > 256 else "bytes" if vocab == 256
                         else f"bytes folded onto the vocabulary of {vocab} (byte mod {vocab})")
         return HeldOut(stack, tokens, hf_gpt2.embed(outside, tokens), lambda X: hf_gpt2.readout(outside, X, eps),
                        vocab, tokenisation)

@@ -155,3 +155,96 @@ def gate_loss_derivatives(h: held_out.HeldOut, stack, w: int) -> torch.Tensor:
 
     jac = jacrev(losses, argnums=tuple(range(len(names))))(*(params[k] for k in names))
     return torch.stack(jac, dim=-1).detach()
+
+
+FD_STEP = 1e-4          # relative step of the finite weight perturbations (4.1)
+BOUND_WORK = 2e9        # T·L·d³ above which 3.1's reference bound (every mode's d×d blocks) is not built
+
+
+def weight_visibility(spec) -> Verdict:
+    """4.1 along held-out text: W_Q, W_K's visibility in the per-token held-out loss.
+
+    For unit relative tangents δ_QK (every W_Q, W_K) and δ_VO (every W_V, W_O), the per-token loss change
+    under the finite perturbation θ ± ε δ (central difference, ε = ``FD_STEP``) against forward mode's
+    directional derivative (the independent route: the two agree to O(ε²)).  The share
+    ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ is 0 at 1x̄ᵀ (the claim), so its tolerance is rounding."""
+    from torch.func import functional_call, jvp
+
+    h = text(spec)
+    base = VI.plain(h.stack)
+    params = {n: p.detach() for n, p in base.named_parameters()}
+
+    def losses(tangents: dict, scale: float) -> torch.Tensor:
+        moved = {n: params[n] + scale * t for n, t in tangents.items()}
+        with VI._unchecked(base), torch.no_grad():
+            return h.per_token_losses(functional_call(base, {**params, **moved}, (h.X0,)))
+
+    def derivative(tangents: dict) -> torch.Tensor:
+        names = list(tangents)
+
+        def f(*ps):
+            return h.per_token_losses(functional_call(base, {**params, **dict(zip(names, ps))}, (h.X0,)))
+
+        with VI._unchecked(base), torch.no_grad():
+            return jvp(f, tuple(params[n] for n in names), tuple(tangents[n] for n in names))[1]
+
+    out = {}
+    for key, leaves, seed in (("qk", R.QK, PROBE_SEED), ("vo", R.VALUE, PROBE_SEED + 1)):
+        t = R.relative_tangents(base, leaves, seed)
+        out[key + "_fd"] = (losses(t, FD_STEP) - losses(t, -FD_STEP)) / (2 * FD_STEP)
+        out[key] = derivative(t)
+    share, share_fd = R.pooled_ratio(out["qk"], out["vo"]), R.pooled_ratio(out["qk_fd"], out["vo_fd"])
+    measured = {"text": _describe(h, h.states()), "qk_loss_share": share, "qk_loss_share_finite_difference": share_fd,
+                "finite_difference_vs_jvp": max(R.pooled_ratio(out[k + "_fd"] - out[k], out[k]) for k in ("qk", "vo")),
+                "fd_step": FD_STEP,
+                "route": "central finite differences of the per-token loss against forward-mode derivatives"}
+    return _judged("4.1", spec, share, _rounding(spec, spec.layers), measured, {"qk_loss_share": 0.0},
+                   "W_Q, W_K move the per-token held-out loss, relative to W_V, W_O, by")
+
+
+def saturation(spec) -> Verdict:
+    """3.1 along held-out text: the decaying bundle's size relative to the persistent one along the visited
+    trajectory, q_ℓ = ‖X_ℓ − 1x̄_ℓᵀ‖/‖1x̄_ℓᵀ‖ over q_0, and its saturation depth ℓ*(τ) (the first layer from which
+    every later q_ℓ/q_0 ≤ τ, worst window), against the claim's bound ⌈log(τ/κ)/log ρ̃⌉ built at the text's
+    token mean with the slow-path gates closed (``numerics.coarse_graining.saturation_depth``)."""
+    import copy
+
+    from numerics import coarse_graining as ncg
+    from proofs_check.claims.coarse_graining.specs import TAU
+
+    h = text(spec)
+    base = VI.plain(h.stack)
+    states = h.states()                                          # (L+1, windows, T, d)
+    s = R.token_spread(states)
+    q = s / torch.sqrt(1 - s * s)
+    ratio = (q / q[0]).max(dim=-1).values                        # worst window, ℓ = 0..L
+    depth = ncg.first_saturated_layer(ratio[1:], TAU)
+    L = len(base.layers)
+    measured = {"text": _describe(h, states), "decaying_ratio": [float(r) for r in ratio], "saturation_depth": depth,
+                "tau": TAU, "route": "the visited states' deviation from the homogeneous set (no linearisation)"}
+    predicted = {}
+    if spec.T * L * spec.d ** 3 <= BOUND_WORK:
+        closed = copy.deepcopy(base)
+        with torch.no_grad():
+            for lay in closed.layers:
+                if getattr(lay, "slow", None) is not None:
+                    lay.gate.zero_()
+        sd = ncg.saturation_depth(closed, h.X0.mean(dim=(0, 1)), TAU)
+        predicted = {"rho_tilde": sd.rho, "kappa": sd.kappa, "saturation_bound": sd.bound,
+                     "bound_vacuous": sd.bound_vacuous, "reference_saturation_depth": sd.measured}
+    bound = predicted.get("saturation_bound")
+    where = f"along the held-out text the decaying bundle ends at q_L/q_0 = {float(ratio[-1]):.3f}, ℓ*({TAU:g}) = {depth}"
+    if bound is not None and bound < L:
+        holds = depth is not None and depth <= bound
+        return Verdict("3.1", "holds" if holds else "fails", measured={**measured, "form": "along held-out text"},
+                       predicted=predicted, error=0.0 if holds else float("inf"), tolerance=1.0,
+                       reason=None if holds else f"{where}, above the bound {bound}",
+                       counterexample=None if holds else {"spec": spec.as_dict()})
+    if not predicted:
+        why = f"the bound's mode blocks are not built above T·L·d³ = {BOUND_WORK:.0e}"
+    elif bound is None:
+        why = f"ρ̃ = {predicted['rho_tilde']:.4f} ≥ 1 on these weights: no bound"
+    else:
+        why = f"ρ̃ = {predicted['rho_tilde']:.4f}, bound {bound} ≥ L = {L} on these weights: vacuous"
+    return Verdict("3.1", "conditional", measured={**measured, "form": "along held-out text"}, predicted=predicted,
+                   condition=f"ρ̃ < 1 and a bound below L (a contracting value path); {why}; {where}")

@@ -15,10 +15,10 @@ import torch
 from numerics import kernels as K
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
-from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
+from proofs_check.claims.visibility_variants import arch_4_1, arch_4_2
 from proofs_check.verdicts.standing import CONDITIONAL, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
@@ -78,7 +78,7 @@ def evaluate_4_1(spec, ctx) -> Verdict:
 
         return along_text.weight_visibility(spec)
     if spec.arch != "preln":
-        return _arch_4_1(spec, ctx)
+        return arch_4_1(spec, ctx)
     reason = _homogeneous_na(spec)
     if reason:
         return Verdict("4.1", "n/a", reason=reason)
@@ -120,30 +120,6 @@ def evaluate_4_1(spec, ctx) -> Verdict:
     if error > 1.0:
         return Verdict("4.1", "fails", counterexample=spec.as_dict(), **kw)
     return Verdict("4.1", "holds", **kw)
-
-
-def _arch_4_1(spec, ctx) -> Verdict:
-    """A variant with the full kernel (w = 1/T): response slopes of the persistent component."""
-    s = spec.build_arch()
-    w = nv.persistent_vector(s)
-    X = reference_input(s, spec.seed)
-    g = torch.Generator().manual_seed(spec.seed + 1)
-    p = torch.randn(s.config.T, generator=g, dtype=F64)
-    p_dec = p - (w @ p) * torch.ones_like(p)  # wᵀp = 0: supported on the decaying bundle
-    v = torch.randn(s.config.d, generator=g, dtype=F64)
-    deltas = (1e-3, 10 ** -2.5, 1e-2)
-
-    def moves(pp):
-        with torch.no_grad():
-            base = w @ s(X)
-            return [float((w @ s(X + dl * torch.outer(pp, v)) - base).norm()) for dl in deltas]
-
-    sl_dec, sl_mean = loglog_fit(deltas, moves(p_dec)).slope, loglog_fit(deltas, moves(torch.ones_like(p))).slope
-    measured = {"decaying_slope": sl_dec, "mean_carrying_slope": sl_mean}
-    predicted = {"decaying_slope": 2.0, "mean_carrying_slope": 1.0, "bands": [[1.8, 2.2], [0.9, 1.1]]}
-    if 1.8 <= sl_dec <= 2.2 and 0.9 <= sl_mean <= 1.1:
-        return Verdict("4.1", "holds", measured=measured, predicted=predicted)
-    return Verdict("4.1", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
 
 
 def weight_invisibility(spec) -> dict:
@@ -299,7 +275,7 @@ def evaluate_4_2(spec, ctx) -> Verdict:
 
         return along_text.gate_visibility(spec)
     if spec.arch != "preln":
-        return _arch_4_2(spec, ctx)
+        return arch_4_2(spec, ctx)
     if spec.P is None:
         return Verdict("4.2", "n/a", reason="no slow path (P unset): there is no gate to see")
     if spec.kernel == "alibi":
@@ -341,34 +317,6 @@ def evaluate_4_2(spec, ctx) -> Verdict:
         return Verdict("4.2", "conditional", condition=f"wᵀs ≠ 0: the persistent component sees a block ≥ 1 "
                        f"(here wᵀs = {wts:.1e}: the gate and slow weights are invisible, as predicted)", **kw)
     return Verdict("4.2", "holds", **kw)
-
-
-def _arch_4_2(spec, ctx) -> Verdict:
-    """A variant: gradients of ‖s(X)‖² w.r.t. the gates (at 0) and the slow W_V/W_O (at g = 0 and 0.5)."""
-    s = spec.build_arch()
-    if spec.arch == "compressed":
-        s.compress_gate = torch.tensor(0.0, dtype=F64, requires_grad=True)
-        gates = [s.compress_gate]
-        slow = [p for n, p in s.named_parameters() if n.startswith("compress") and n.split(".")[-1] in ("W_V", "W_O")]
-    else:
-        gates = [p for n, p in s.named_parameters() if n.endswith("gate")]
-        slow = [p for n, p in s.named_parameters() if ".slow." in n and n.split(".")[-1] in ("W_V", "W_O")]
-    X = reference_input(s, spec.seed, homogeneous=False)
-    grads = torch.autograd.grad(s(X).pow(2).sum(), gates + slow, allow_unused=True)
-
-    def norm(group):
-        return math.sqrt(sum(0.0 if gr is None else float(gr.norm()) ** 2 for gr in group))
-
-    g_gate, g_slow0 = norm(grads[:len(gates)]), norm(grads[len(gates):])
-    with torch.no_grad():
-        for gt in gates:
-            gt.fill_(0.5)
-    g_slow1 = norm(torch.autograd.grad(s(X).pow(2).sum(), slow, allow_unused=True))
-    measured = {"grad_gate_at_0": g_gate, "grad_slow_WV_WO_at_0": g_slow0, "grad_slow_WV_WO_at_0.5": g_slow1}
-    predicted = {"grad_gate_at_0": "> 1e-8", "grad_slow_WV_WO_at_0": 0.0, "grad_slow_WV_WO_at_0.5": "> 1e-8"}
-    if g_gate > 1e-8 and g_slow0 == 0.0 and g_slow1 > 1e-8:
-        return Verdict("4.2", "holds", measured=measured, predicted=predicted)
-    return Verdict("4.2", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
 
 
 def loss_visibility(spec) -> dict:

@@ -19,7 +19,7 @@ from numerics import coarse_graining as ncg
 from numerics.jacobians import eigen_blocks, reference_input, step_jacobians
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
-from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
 from proofs_check.verdicts.on_stack import Verdict
@@ -67,7 +67,7 @@ def depth_by_definition(worst: torch.Tensor, tau: float) -> int | None:
     return int(below[0, 0]) if below.numel() else None
 
 
-@on_stack("3.1", specs=specs_3_1, homogeneous_reference=True)
+@on_stack("3.1", specs=specs_3_1, homogeneous_reference=True, along_text=True)
 def evaluate_3_1(spec, ctx) -> Verdict:
     """Saturation depth ℓ*(τ = 0.5) on one stack, two ways, and its bound ⌈log(τ/κ)/log ρ̃⌉.
 
@@ -82,6 +82,10 @@ def evaluate_3_1(spec, ctx) -> Verdict:
     ``predicted``: ``saturation_depth`` (mode products), ``r_worst``, ``r_last``, ``saturation_bound``
     (generated, None when ρ̃ ≥ 1), ``saturation_bound_mpmath``, ``bound_vacuous``.
     """
+    if spec.checkpoint is not None:   # a trained or imported model: at the states its held-out text visits
+        from proofs_check.claims import along_text
+
+        return along_text.saturation(spec)
     if spec.arch != "preln":
         return _arch_3_1(spec, ctx)
     reason = preln_na(spec)
@@ -207,7 +211,7 @@ def _arch_3_1(spec, ctx) -> Verdict:
        control="c = 0 stacks: no saturation depth; r at the last layer stays above τ = 0.5 by the margin the "
                "mode products predict, measured by autograd within the rounding band",
        figure="mode_products",
-       kind='prediction', setting='full kernel, value path W_VO ≈ 10–20·I (causal needs c ≳ 20); ρ rebuilt as ρ̃', standing=RECONSTRUCTION,
+       kind='prediction', setting='full kernel, value path W_VO ≈ 10–20·I (causal needs c ≳ 20); ρ rebuilt as ρ̃', standing=VACUOUS,
        headline="the paper's ρ is ≥ 1 for every pre-LN stack (proved), so its bound is vacuous, and it stays ≥ 1 with LN's null direction 1_d quotiented out (LN also kills the radial direction); with the rebuilt ρ̃ the bound holds and is non-vacuous only with a strong value path W_VO ≈ 10–20·I")
 def check_3_1(ctx) -> ClaimResult:
     steps = symbolic_steps(th.prove_theory_rho_at_least_one())
@@ -282,7 +286,28 @@ def check_3_1(ctx) -> ClaimResult:
                     "because LN₁ is also scale invariant and kills the radial direction x̄_ℓ − mean(x̄_ℓ)1 up to its ε "
                     f"(measured ≤ predicted on every stack, largest {max(q['radial_error'] for q in quotient):.1e}); "
                     "that direction moves with ℓ, so no fixed quotient removes it (numerics/saturation_quotient.py).")
-    return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
+    return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding,
+                       measurement=paper_measurement(table, cases, theory_rho_min))
+
+
+def paper_measurement(table: list[dict], cases, theory_rho_min: float) -> dict | None:
+    """3.1 in the paper's setting: the paper's ρ (≥ 1 on every pre-LN stack, proved, so its bound cannot bind)
+    and the rebuilt bound on the causal stacks, beside the stacks where the rebuilt bound is non-vacuous
+    (measured ℓ* against the bound).  Vacuous when the paper's ρ is ≥ 1 and no causal stack has a bound
+    below its depth."""
+    depth = {(spec.kernel, spec.d, spec.knob("value_scale"), spec.seed): spec.layers for spec, _ in cases}
+    causal = [r for r in table if r.get("kernel") == "causal" and "bound vacuous" in r]
+    if not causal:
+        return None
+    useful = [[r["ℓ* (autograd)"], r["bound (generated)"]] for r in table if r.get("bound vacuous") is False]
+    value = {"paper_rho_min": round(theory_rho_min, 4),
+             "causal_bound_vs_depth": [[r["bound (generated)"], depth[(r["kernel"], r["d"], r["c"], r["seed"])]]
+                                       for r in causal],
+             "non_vacuous_elsewhere_l_star_vs_bound": useful}
+    vacuous = theory_rho_min >= 1 and all(r["bound vacuous"] for r in causal)
+    return measurement("the paper's ρ (min over the stacks); the rebuilt bound on the causal stacks vs their depth",
+                       value, "a bound binds when ρ < 1 and the bound is below the stack's depth",
+                       "vacuous" if vacuous else "holds")
 
 
 def _quotient_row(spec) -> dict:
