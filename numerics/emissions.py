@@ -252,6 +252,54 @@ def mc_gated_risk(g_values, n_seq, n_prev, P, k, rho, s2, sigma2, seed) -> list[
     return out
 
 
+def mc_gated_risk_coefficients(n_seq, n_prev, P, k, rho, s2, sigma2, seed) -> dict:
+    """R(g) = a − 2g·b + g²·c by Monte Carlo: a = E[e²], b = E[e·φ], c = E[φ²] with e = y − m_cur and
+    φ = x̄_{b−1}, each with its standard error (one set of draws)."""
+    _, x = simulate_gaussian_blocks(n_seq, n_prev + 1, P, rho, s2, sigma2, seed)
+    pr = kalman_predictions(x, k, rho, s2, sigma2)
+    e, phi = pr["y"] - pr["cur"], gate_features(x, "prev_mean")
+    out = {}
+    for name, terms in (("a", e * e), ("b", e * phi), ("c", phi * phi)):
+        out[name], out[f"se_{name}"] = float(terms.mean()), float(terms.std() / math.sqrt(n_seq))
+    return out
+
+
+def mc_sample_size(delta: float, sd: float, z_crit: float, power: float) -> int:
+    """The number of i.i.d. draws (standard deviation ``sd``) with which |mean − theory|/SE ≤ ``z_crit``
+    refuses a theory off by ``delta`` with probability ``power``: n = ⌈((z_crit + z_β)·sd/δ)²⌉, z_β = Φ⁻¹(power)
+    (the far tail, P(z < −z_crit − …), is negligible)."""
+    from statistics import NormalDist
+
+    if delta <= 0 or sd <= 0 or not 0.5 <= power < 1:
+        raise ValueError(f"delta={delta}, sd={sd} must be > 0 and power={power} in [0.5, 1)")
+    return math.ceil(((z_crit + NormalDist().inv_cdf(power)) * sd / delta) ** 2)
+
+
+def gated_risk_power(s2: float, sigma2: float, P: int, k: int, rhos, z_crit: float, power: float) -> dict:
+    """The Monte Carlo size at which 7.2's R(g) = a − 2g·b + g²·c is checked: the smallest error the check
+    must detect is one count off by one (P → P − 1 or k → k − 1) in any coefficient, at any ρ of ``rhos``
+    where it changes it.  The coefficients, written from the stationary covariances (independently of the
+    generated code): a = σ² + s²σ²/(σ² + k s²) (λ_k = k s²/(σ² + k s²)), b = ρ s²(1 − λ_k), c = s² + σ²/P;
+    e = y − m_cur and φ = x̄_{b−1} are jointly Gaussian and centred, so sd(e²) = √2·a, sd(φ²) = √2·c,
+    sd(eφ) = √(ac + b²) (Isserlis).  Returns {rows: per (coefficient, ρ, count) δ, sd, n; n: the largest}."""
+    def coeffs(P_, k_, rho):
+        lam = k_ * s2 / (sigma2 + k_ * s2)
+        return {"a": sigma2 + s2 * sigma2 / (sigma2 + k_ * s2), "b": rho * s2 * (1 - lam), "c": s2 + sigma2 / P_}
+
+    rows = []
+    for rho in rhos:
+        base = coeffs(P, k, rho)
+        sd = {"a": math.sqrt(2) * base["a"], "c": math.sqrt(2) * base["c"],
+              "b": math.sqrt(base["a"] * base["c"] + base["b"] ** 2)}
+        for count, moved in (("P − 1", coeffs(P - 1, k, rho)), ("k − 1", coeffs(P, k - 1, rho))):
+            for name in "abc":
+                delta = abs(moved[name] - base[name])
+                if delta > 1e-12 * max(1.0, abs(base[name])):   # the count enters this coefficient
+                    rows.append({"coefficient": name, "rho": rho, "count": count, "delta": delta, "sd": sd[name],
+                                 "n": mc_sample_size(delta, sd[name], z_crit, power)})
+    return {"rows": rows, "n": max(r["n"] for r in rows), "binding": max(rows, key=lambda r: r["n"])}
+
+
 # ---------------------------------------------------------------- 7.3 categorical topic blocks
 def topic_filter_losses(tokens: torch.Tensor, topics: torch.Tensor, P: int, rho: float) -> dict:
     """Exact next-token log-losses (batch, T−1) of two Bayes predictors for topic-block data,

@@ -284,6 +284,32 @@ def test_4_1_refuses_a_weight_check_measured_off_the_reference(monkeypatch):
     assert all(r["Δ(J·v) (rel.)"] > 1e3 * r["2γκ"] for r in _weight_rows(entry))
 
 
+# ---- 7. Monte Carlo rows sized by power -------------------------------------------------------------
+def test_7_2_sample_size_is_the_power_calculation():
+    """n from ((z + z_β)·sd/δ)² for the binding row (P − 1 in c = s² + σ²/P): δ = σ²/(P(P−1)) = 1/28,
+    sd = √2·(1 + 2/8), z = 3.5, z_β = Φ⁻¹(0.99) = 2.3263: n = ⌈(5.8263·1.7678·28)²⌉ = 83,169 (by hand)."""
+    from numerics import emissions as ne
+
+    design = ne.gated_risk_power(1.0, 2.0, 8, 2, (0.0, 0.5, 0.9), 3.5, 0.99)
+    assert design["binding"]["coefficient"] == "c" and abs(design["binding"]["delta"] - 1 / 28) < 1e-15
+    assert abs(design["n"] - (5.8263479 * math.sqrt(2) * 1.25 * 28) ** 2) < 2
+
+
+def test_ledger_7_2_refuses_a_block_count_off_by_one_in_the_gated_risk(monkeypatch):
+    """σ²/(P − 1) for σ²/P in Var x̄_{b−1} (R(g) moves by g²·σ²/(P(P−1)) = 0.036 g²): within the Monte Carlo
+    noise of R(g) at 40,000 sequences, refused by the g² coefficient at the power-sized n (z ≈ 5.8 predicted,
+    > 3.5 at each of the three ρ with probability 0.99)."""
+    from numerics.generated import emissions as gen
+
+    gated = gen.gated_risk
+    monkeypatch.setattr(gen, "gated_risk", lambda g, rho, s2, sigma2, P, k: gated(g, rho, s2, sigma2, P - 1, k))
+    entry = run_claim("7.2", CheckContext())
+    assert entry["status"] == "failed"
+    rows = [r for r in entry["numeric"]["table"] if r["kind"] == "mc-gated-risk-coefficient[c]"]
+    assert len(rows) == 3 and all(r["z"] > 3.5 for r in rows)
+    assert all(abs(r["theory"] - r["mc"] - 1 / 28) < 4 * r["se"] for r in rows)   # moved by the predicted δ
+
+
 # ---- 5. time limits -------------------------------------------------------------------------------
 def _hang(*args, **kwargs):
     while True:

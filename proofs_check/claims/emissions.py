@@ -15,6 +15,7 @@ EPS = torch.finfo(torch.float64).eps
 PRIORS = {"gaussian": dict(m0=0.3, v0=2.0), "bernoulli": dict(a=2.0, b=3.0), "poisson": dict(a=2.0, b=0.5)}
 TRUTH = {"gaussian": 1.0, "bernoulli": 0.3, "poisson": 3.0}
 MC_Z = 3.5  # Monte Carlo statements: |MC − theory| ≤ 3.5 standard errors (two-sided 4.7e-4 each)
+MC_POWER = 0.99  # probability that a Monte Carlo row refuses the smallest error it must detect
 G_GRID = (-0.5, 0.25, 0.5, 1.0)  # gate values where R(g) is checked against Monte Carlo (7.2)
 
 
@@ -179,11 +180,15 @@ def _check_7_2(ctx) -> ClaimResult:
         tol = 200 * 4 * EPS * s2 + rho ** 400 * s2
         worst = max(worst, abs(vstar - it) / tol)
         rows.append({"kind": "stationary-vs-iterate", "rho": rho, "err": abs(vstar - it), "tol": tol})
-    # (c) Monte Carlo risks and gate slopes against theory
-    n_seq = 40_000 if ctx.quick else 400_000
-    n_prev, k = 6, 2
+    # (c) Monte Carlo risks and gate slopes against theory.  R(g) and dR/dg have no second exact route, so the
+    # sample size is a power calculation: the smallest error to detect is one count off by one in a
+    # coefficient of R(g) = a − 2g·b + g²·c (binding: P − 1 for P in c = s² + σ²/P, δ = σ²/(P(P−1)) =
+    # 0.036 at P = 8, sd(φ²) = √2·c), refused at |z| > MC_Z with probability MC_POWER → n ≈ 83,000.
+    n_prev, k, rhos = 6, 2, (0.0, 0.5, 0.9)
+    design = ne.gated_risk_power(s2, sigma2, P, k, rhos, MC_Z, MC_POWER)
+    n_seq = design["n"] if ctx.quick else max(design["n"], 400_000)
     ctl = {}
-    for i, rho in enumerate((0.0, 0.5, 0.9)):
+    for i, rho in enumerate(rhos):
         mc = ne.mc_risks(n_seq, n_prev, P, k, rho, s2, sigma2, seed=11 + i)
         th_hist = ne.kalman_risk(rho, s2, sigma2, P, k, n_prev)
         th_red = ne.kalman_risk(rho, s2, sigma2, P, k, 0) - th_hist
@@ -206,7 +211,16 @@ def _check_7_2(ctx) -> ClaimResult:
                          "se": sl["se"], "z": z})
             if kind == "prev_mean":
                 ctl[rho]["slope"], ctl[rho]["slope_se"] = sl["slope"], sl["se"]
-        # (d) R(g) away from g = 0: the generated gated_risk on a grid of g against Monte Carlo
+        # (d) R(g)'s coefficients read off the generated gated_risk (exact for a quadratic in g) against the
+        # Monte Carlo moments E[e²], E[eφ], E[φ²]; then R(g) on a grid of g
+        R = [float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64) for x in (gv, rho, s2, sigma2, P, k)]))
+             for gv in (-1.0, 0.0, 1.0)]
+        coef = ne.mc_gated_risk_coefficients(n_seq, n_prev, P, k, rho, s2, sigma2, seed=301 + i)
+        for name, theory in (("a", R[1]), ("b", (R[0] - R[2]) / 4), ("c", (R[0] + R[2]) / 2 - R[1])):
+            z = abs(coef[name] - theory) / coef[f"se_{name}"]
+            worst = max(worst, z / MC_Z)
+            rows.append({"kind": f"mc-gated-risk-coefficient[{name}]", "rho": rho, "mc": coef[name],
+                         "theory": theory, "se": coef[f"se_{name}"], "z": z})
         for row in ne.mc_gated_risk(G_GRID, n_seq, n_prev, P, k, rho, s2, sigma2, seed=201 + i):
             theory = float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64)
                                             for x in (row["g"], rho, s2, sigma2, P, k)]))
@@ -219,8 +233,12 @@ def _check_7_2(ctx) -> ClaimResult:
         detail="max over rows of err/tol: exact rows (Kalman vs Schur complement, tol 10(n+1)·cond·eps·risk; closed-form "
                "v* vs 200 Riccati iterates) and Monte Carlo rows (|MC − theory|/SE over 3.5; at ρ = 0 the theory of "
                f"dR/dg is 0 for φ = previous-block mean, tanh(previous max), history mean; R(g) of the gated "
-               f"predictor at g = {list(G_GRID)} against the generated gated_risk); {n_seq} sequences, "
-               f"s² = {s2}, σ² = {sigma2}, P = {P}, k = {k}, {n_prev} earlier blocks")
+               f"predictor at g = {list(G_GRID)} and its coefficients a, b, c against the generated gated_risk); "
+               f"{n_seq} sequences, s² = {s2}, σ² = {sigma2}, P = {P}, k = {k}, {n_prev} earlier blocks. Sample "
+               f"size by power: a count off by one in R(g) (smallest: {design['binding']['count']} in coefficient "
+               f"{design['binding']['coefficient']}, δ = {design['binding']['delta']:.4f}, sd {design['binding']['sd']:.3f}) "
+               f"is refused at |z| > {MC_Z} with probability {MC_POWER} from n = ⌈((z + z_β)·sd/δ)²⌉ = "
+               f"{design['n']} sequences")
     fails = all(ctl[r]["theory"] > 0 and ctl[r]["reduction"] > 4 * ctl[r]["se"]
                 and abs(ctl[r]["slope"]) > 4 * ctl[r]["slope_se"] for r in (0.5, 0.9))
     control = ControlResult(

@@ -97,6 +97,10 @@ def mutants(Mutant) -> list:
         Mutant("ar1-rho-not-squared", "7.2", "AR(1) variance propagation with ρ for ρ²",
                f"theory.{em}:ar1_predict_var_expr",
                lambda orig: (lambda: (lambda m: m.rho * m.v + (1 - m.rho) * m.s2)(_mod(em)))),
+        Mutant("gated-risk-block-count-off-by-one", "7.2",
+               "Var x̄_{b−1} = s² + σ²/(P − 1) in the gated risk R(g) (its g² term off by σ²/(P(P−1)): only the "
+               "Monte Carlo rows see it)", f"theory.{em}:gated_risk_expr",
+               lambda orig: (lambda: orig().subs(_mod(em).P, _mod(em).P - 1))),
     ]
 
 
