@@ -23,7 +23,7 @@ import torch
 
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
-OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
+OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/coarse_graining_and_visibility"))  # this notebook's own folder
 
 from numerics import random_stack  # noqa: E402
 from numerics import coarse_graining as cg  # noqa: E402

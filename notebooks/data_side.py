@@ -25,7 +25,7 @@ import torch
 
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
-OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
+OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/data_side"))  # this notebook's own folder
 
 from theory import emissions as th  # noqa: E402
 from numerics import emissions as ne  # noqa: E402

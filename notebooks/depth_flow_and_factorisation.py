@@ -36,7 +36,7 @@ from proofs_check.verdicts.evidence import CheckContext
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 ctx = CheckContext(quick=True)
-out_dir = Path(os.environ.get("FASTSLOW_NOTEBOOK_OUT", "notebook_figures"))
+out_dir = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/depth_flow_and_factorisation"))  # this notebook's own folder
 
 # %% [markdown]
 # ## Euler convergence (Claim 1.1)

@@ -24,7 +24,7 @@ import torch
 
 torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
-OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/figures"))
+OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/slow_manifold"))  # this notebook's own folder
 
 from theory import slow_manifold as th  # noqa: E402
 from numerics import slow_manifold as nm  # noqa: E402
