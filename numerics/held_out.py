@@ -65,6 +65,10 @@ class HeldOut:
         with torch.no_grad():
             return self.stack.trajectory(self.X0)
 
+    def window(self, w: int) -> "HeldOut":
+        """Window ``w`` alone (tokens (1, T), X0 (1, T, d))."""
+        return HeldOut(self.stack, self.tokens[w:w + 1], self.X0[w:w + 1], self.logits, self.vocab, self.tokenisation)
+
     def per_token_losses(self, X_L: torch.Tensor) -> torch.Tensor:
         """ℓ_t = −log softmax(logits(x_{L,t}))[y_{t+1}] for t = 0..T−2 (the next token), (..., T−1)."""
         logp = torch.log_softmax(self.logits(X_L)[..., :-1, :], dim=-1)

@@ -1,0 +1,121 @@
+"""The measurements ``check --stack`` makes along held-out text (numerics/held_out.py, numerics/visited.py,
+proofs_check/claims/along_text.py), each against an independent route and a control.
+
+* GPT-2's byte-level token ids are GPT-2's published ones (space 220, newline 198, '!' 0).
+* The visited factorised form at a token-homogeneous state (gate 0) is the generated layer maps'
+  product (``numerics.matrix_free.layered_apply``, from ``numerics.generated``) and the stack's jvp, to
+  float64 rounding; the control multiplies the same layer forms in the wrong order and misses J·V by
+  exactly what the generated route predicts for the wrong order.
+* The gate's derivative of the per-token held-out loss (4.2) by autograd equals a central finite
+  difference; block 0, which the one-block-shifted slow path never reaches under the causal kernel,
+  does not move (control: with the full fast kernel it does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from numerics import held_out
+from numerics import matrix_free as mf
+from numerics import visited as VI
+from numerics.loss_visibility import readout
+from numerics.stack import random_stack, random_xbar
+from proofs_check.claims import along_text
+
+F64 = torch.float64
+
+GPT2_LIKE = dict(step=1.0, activation="gelu_new", attn_bias=True)
+
+
+def test_gpt2_byte_ids_are_gpt2s_vocabulary():
+    ids = held_out.gpt2_byte_ids()
+    # GPT-2's encoder.json: "!" is 0, "Ġ" (space) 220, "Ċ" (newline) 198, "Ā" (byte 0) 188, "ÿ" 187
+    assert ids[ord("!")] == 0 and ids[32] == 220 and ids[10] == 198 and ids[0] == 188 and ids[255] == 187
+    assert sorted(ids.tolist()) == list(range(256))
+    toks = held_out.text_tokens(16, 50257, windows=2, gpt2=True)
+    assert toks.shape == (2, 16) and int(toks.max()) < 256
+    assert int(held_out.text_tokens(16, 40, windows=2).max()) < 40            # folded onto a tiny vocabulary
+    assert torch.equal(held_out.text_tokens(16, 256, windows=2, gpt2=True), held_out.text_tokens(16, 256, windows=2))
+
+
+@pytest.mark.parametrize("knobs", [{}, GPT2_LIKE], ids=["h=1/L", "gpt2-block"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_visited_form_is_the_generated_form_at_the_reference(knobs, seed):
+    T, d, L = 8, 8, 3
+    stack = random_stack(T=T, d=d, layers=L, heads=2, kernel="causal", seed=seed, dtype=F64, **knobs)
+    xbar = random_xbar(d, seed).to(F64)
+    X = xbar.expand(T, d).clone()
+    V = mf.probes(3, T, d, seed=seed + 1)
+    # float64 rounding of a depth-L stack's J·V (numerics.matrix_free.rounding_tolerance: n·u over the
+    # summed dot-product lengths, times the cancellation allowance)
+    tol = mf.rounding_tolerance(T, d, L, F64, stack.config.mlp_ratio)
+    forms = VI.layer_forms(stack, X)
+    generated = mf.layered_apply(stack, xbar, V)
+    assert VI._ratio(VI.stack_form(forms, V) - generated, generated) <= tol
+    assert VI.stack_error(stack, X, V)["error"] <= tol
+    assert max(VI.layer_errors(stack, X, V)) <= mf.rounding_tolerance(T, d, 1, F64, stack.config.mlp_ratio)
+    # control: the same layer forms in the wrong order miss J·V by what the generated route predicts
+    wrong = mf.layered_apply(stack, xbar, V, reverse=True)
+    predicted_miss = VI._ratio(wrong - generated, generated)
+    measured_miss = VI._ratio(VI.stack_form(forms, V, reverse=True) - generated, generated)
+    assert predicted_miss > 1e-3
+    assert abs(measured_miss - predicted_miss) <= tol * (1 + predicted_miss)
+
+
+def test_visited_form_departs_at_first_order_off_the_reference():
+    """Off 1x̄ᵀ the dropped softmax term and the token-wise Jacobians' spread are both linear in the
+    deviation t: e(10t)/e(t) = 10 up to the next order, |ratio/10 − 1| ≤ 20·t_max·κ with κ ≤ 5 for
+    these O(1) weights (the second-order term's relative size)."""
+    T, d = 8, 8
+    stack = random_stack(T=T, d=d, layers=3, heads=2, kernel="causal", seed=1, dtype=F64)
+    xbar = random_xbar(d, 1).to(F64)
+    Z = torch.randn(T, d, generator=torch.Generator().manual_seed(5), dtype=F64)
+    Z = Z - Z.mean(0)
+    V = mf.probes(2, T, d, seed=2)
+    errs = [VI.stack_error(stack, xbar.expand(T, d) + t * Z, V)["error"] for t in (1e-5, 1e-4)]
+    assert abs(errs[1] / errs[0] / 10 - 1) <= 20 * 1e-4 * 5
+
+
+def _hierarchical(kernel: str, seed: int = 0):
+    T, d, P = 8, 8, 4
+    stack = random_stack(T=T, d=d, layers=2, heads=2, kernel=kernel, P=P, gate=0.3, seed=seed, dtype=F64)
+    logits = readout(d, 40, seed + 11)
+    tokens = held_out.text_tokens(T, 40, windows=2)
+    X0 = torch.randn(40, d, generator=torch.Generator().manual_seed(seed + 3), dtype=F64)[tokens]
+    return held_out.HeldOut(stack, tokens, X0, logits, 40, "test"), P
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gate_loss_derivative_matches_finite_differences(seed):
+    h, P = _hierarchical("causal", seed)
+    stack = h.stack
+    D = along_text.gate_loss_derivatives(h, stack, 0)                       # (T−1, L)
+    eps = 1e-5
+    for ell, layer in enumerate(stack.layers):
+        g0 = float(layer.gate.detach())
+        vals = []
+        for g in (g0 + eps, g0 - eps):
+            with torch.no_grad():
+                layer.gate.fill_(g)
+                vals.append(h.window(0).per_token_losses(stack(h.X0[0])[None])[0])
+        with torch.no_grad():
+            layer.gate.fill_(g0)
+        fd = (vals[0] - vals[1]) / (2 * eps)
+        # central difference: truncation eps²·|ℓ'''|/6 ≲ 1e-10·|ℓ'''|, rounding u·|ℓ|/eps ≈ 1e-10 (|ℓ| ≈ 4)
+        assert float((fd - D[:, ell]).abs().max()) <= 1e-7 * (1 + float(D[:, ell].abs().max()))
+    floor = mf.rounding_tolerance(8, 8, 2, F64) * float(D.abs().max())
+    assert float(D[:P].abs().max()) <= floor                # block 0 never sees the slow path
+    assert float(D[P:].abs().max()) > 1e6 * floor           # the later blocks do
+
+
+def test_gate_reaches_block_zero_under_the_full_kernel():
+    """Control: with the full fast kernel block 0's tokens attend to later blocks, which carry the slow
+    path's output, so the gate moves block 0's loss at first order, far above rounding."""
+    h, P = _hierarchical("full")
+    D = along_text.gate_loss_derivatives(h, h.stack, 0)
+    floor = mf.rounding_tolerance(8, 8, 2, F64) * float(D.abs().max())
+    assert float(D[:P].abs().max()) > 1e6 * floor
+    assert math.isfinite(float(D.abs().max()))
