@@ -48,10 +48,10 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
     if not integrity.ok and not integrity.override:
         return 1
     from proofs_check.runners.check import format_table, run_checks
-    from proofs_check.report.figures import load_figures, render
+    from proofs_check.report.figures import render
     from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.progress import track
-    from proofs_check.report.document import derivations, render_html, render_markdown
+    from proofs_check.report.document import derivations
     from proofs_check.runners.derive import derive
 
     figures_dir = out / "figures"
@@ -89,50 +89,25 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             results["figures"] = render(None, ctx, figures_dir)
         else:
             ledger = results["ledger"]
-            figures = load_figures()
-            figure_index: dict[str, list[str]] = {}
-            for c in ledger["claims"]:
-                if c.get("figure") in figures:
-                    figure_index[c["id"]] = [c["figure"]]
-            for name, fig in sorted(figures.items()):
-                if name not in figure_index.get(fig.claim, []):
-                    figure_index.setdefault(fig.claim, []).append(name)
             for c in ledger["claims"]:  # the SymPy work of the report, timed before the page is written
                 derivations(c.get("generated", []))
             timings[step] = time.perf_counter() - start
             ledger["timings"] = timings
             ledger["provenance"] = this_run()
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
-            ledger["integrity"] = integrity.as_dict()
-            from proofs_check.experiments import text_experiment
-            text_73 = text_experiment.recorded()
-            ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_73)}
-            from proofs_check.experiments import depth_smoothness
-            ledger["recorded"]["depth-smoothness"] = depth_smoothness.ledger_entry()
+            ledger["integrity"] = dict(integrity.as_dict(), summary=str(integrity))
+            from proofs_check.experiments import depth_smoothness, text_experiment
             from proofs_check.runners import trained_findings
+
+            ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_experiment.recorded()),
+                                  "depth-smoothness": depth_smoothness.ledger_entry()}
             ledger["trained"] = trained_findings.findings(results["matrix"])
             ledger["reach"] = results["reach"]
             write_json(out / "ledger.json", ledger)
             from proofs_check.verdicts.standing import summary_markdown
 
             write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
-            from proofs_check.report.conditions import grid_section
-
-            run = ledger["provenance"]
-            extra = stamp(grid_section(results["matrix"], figures=["claims_matrix"]), run)
-            extra += stamp(scale_section([results["scale"], *recorded_scale_runs()]), run)
-            extra += sweep_section(figures_dir)
-            extra += stamp(trained_findings.report_section(ledger["trained"]), run)
-            from proofs_check.runners import reach
-            extra += stamp(reach.report_section(ledger["reach"]), run)
-            extra += stamp(depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"]),
-                           recorded(ROOT / "docs" / "trained" / "depth_smoothness.json"))
-            extra += stamp(text_experiment.report_section(text_73, figures_dir), recorded(text_experiment.RECORDED))
-            extra += _mutation_section(out)
-            extra += stamp(_derive_section(results["derive"], integrity), run)
-            md = render_markdown(ledger, figures_dir, timings, figure_index, extra_sections=extra)
-            write_text(out / "report.md", md)
-            write_text(out / "report.html", render_html(md, figures_dir))
+            write_report(out, ledger, results["matrix"], results["scale"])
         timings[step] = time.perf_counter() - start
     ledger = results["ledger"]
     print(format_table(ledger))
@@ -142,6 +117,48 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     failed = any(c["status"] == "failed" for c in ledger["claims"])
     return 0 if results["derive"].ok and not failed else 1
+
+
+def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = None, scale: dict | None = None) -> None:
+    """``report.md`` and ``report.html`` in ``out`` from what ``reproduce`` wrote there (``ledger.json``,
+    ``matrix.json``, ``scale-ci.json``, ``figures/``): the report can be rebuilt without rerunning a check
+    (``python -m proofs_check.report.reproduce OUT``)."""
+    import json
+
+    from proofs_check.experiments import depth_smoothness, text_experiment
+    from proofs_check.report.conditions import grid_section
+    from proofs_check.report.document import render_html, render_markdown
+    from proofs_check.report.figures import load_figures
+    from proofs_check.runners import reach, trained_findings
+
+    out = Path(out)
+    ledger = ledger or json.loads((out / "ledger.json").read_text())
+    matrix = matrix or json.loads((out / "matrix.json").read_text())
+    scale = scale or json.loads((out / "scale-ci.json").read_text())
+    figures_dir = out / "figures"
+    figures = load_figures()
+    figure_index: dict[str, list[str]] = {}
+    for c in ledger["claims"]:
+        if c.get("figure") in figures:
+            figure_index[c["id"]] = [c["figure"]]
+    for name, fig in sorted(figures.items()):
+        if name not in figure_index.get(fig.claim, []):
+            figure_index.setdefault(fig.claim, []).append(name)
+    run = ledger.get("provenance") or this_run()
+    extra = stamp(grid_section(matrix, figures=["claims_matrix"]), run)
+    extra += stamp(scale_section([scale, *recorded_scale_runs()]), run)
+    extra += sweep_section(figures_dir)
+    extra += stamp(trained_findings.report_section(ledger["trained"]), run)
+    extra += stamp(reach.report_section(ledger["reach"]), run)
+    extra += stamp(depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"]),
+                   recorded(ROOT / "docs" / "trained" / "depth_smoothness.json"))
+    extra += stamp(text_experiment.report_section(text_experiment.recorded(), figures_dir),
+                   recorded(text_experiment.RECORDED))
+    extra += _mutation_section(out)
+    extra += stamp(_derive_section(ledger["derive"], ledger["integrity"]), run)
+    md = render_markdown(ledger, figures_dir, ledger.get("timings", {}), figure_index, extra_sections=extra)
+    write_text(out / "report.md", md)
+    write_text(out / "report.html", render_html(md, figures_dir))
 
 
 def recorded_scale_runs() -> list[dict]:
@@ -242,14 +259,22 @@ def _mutation_section(out: Path) -> list[str]:
     return lines
 
 
-def _derive_section(report, integrity) -> list[str]:
+def _derive_section(derive: dict, integrity: dict) -> list[str]:
+    """``derive --check`` and the integrity check, from the ledger's records of them."""
     lines = ["", "## Generated code", "", "`fastslow derive --check`: "
-             + ("every generated module matches its derivation." if report.ok else "DRIFT:"), "",
-             "```", str(report), "```", ""]
-    if integrity.override:
+             + ("every generated module matches its derivation." if derive["ok"] else "DRIFT:"), "",
+             "```", derive["summary"], "```", ""]
+    if integrity.get("override"):
         lines += ["**Integrity check overridden (`--allow-drift`)**: this report's verdicts rest on generated "
-                  "code that does not match the hashes its derivations recorded.", "", "```", str(integrity), "```"]
+                  "code that does not match the hashes its derivations recorded.", "", "```",
+                  integrity.get("summary") or "\n".join(integrity.get("drifted", [])), "```"]
     else:
-        lines.append(f"Integrity: {integrity.checked} generated modules match the hashes recorded by "
+        lines.append(f"Integrity: {integrity['checked']} generated modules match the hashes recorded by "
                      "`fastslow derive` (numerics/generated/manifest.json).")
     return lines
+
+
+if __name__ == "__main__":
+    import sys
+
+    write_report(Path(sys.argv[1] if len(sys.argv) > 1 else "out"))
