@@ -40,7 +40,7 @@ def counted_flops(module: torch.nn.Module, x: torch.Tensor) -> int:
 
 def model_flops(T: int, P: int, d: int) -> dict[str, float]:
     """The generated FLOP model at (T, P, d): fast/slow totals and their parts, and the ratios."""
-    t, p, dd = (torch.tensor(float(v), dtype=torch.float64) for v in (T, P, d))
+    t, p, dd = (torch.tensor(float(v), dtype=torch.float64, device="cpu") for v in (T, P, d))  # a FLOP model: CPU scalars
     out = {"fast_attention": gen.flops_fast_attention(t, dd), "slow_attention": gen.flops_slow_attention(t, p, dd),
            "fast_scores_mixing": gen.flops_fast_scores_mixing(t, dd),
            "slow_scores_mixing": gen.flops_slow_scores_mixing(t, p, dd),

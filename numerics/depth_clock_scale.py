@@ -110,7 +110,7 @@ def mode_ratios(stack, xbar: torch.Tensor, lams, wrap=None) -> torch.Tensor:
     cols = [gen.mode_ratio(mode_norms(coefficients, float(lam)), persistent)
             for lam in (lams if wrap is None else wrap(list(lams)))]
     if not cols:
-        return torch.empty(len(persistent), 0, dtype=persistent.dtype)
+        return torch.empty(len(persistent), 0, dtype=persistent.dtype, device=persistent.device)
     return torch.stack(cols, dim=1)
 
 

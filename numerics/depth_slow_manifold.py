@@ -73,7 +73,7 @@ def measured_ratios(stack: Stack, xbar: torch.Tensor) -> tuple[list[float], torc
 
 def depth_epsilon(lams) -> float:
     """ε = max_λ 1/(1 − λ) over the decaying eigenvalues (the slowest decaying mode λ₂)."""
-    lam = torch.as_tensor(lams, dtype=torch.float64)
+    lam = torch.as_tensor(lams, dtype=torch.float64, device="cpu")  # a list of floats
     return float(gen.depth_epsilon(lam).max())
 
 
@@ -148,13 +148,13 @@ def clock_distance(stack: Stack, X0: torch.Tensor) -> torch.Tensor:
     y0 = K.persistent_left_vector(A) @ X0
     Z0 = X0 - y0
     sig = reference_spread(stack, y0)
-    q0 = gen.clock_factor(torch.zeros((), dtype=sig.dtype), sig[1:] / sig[:-1], _scalar(stack.h, sig),
+    q0 = gen.clock_factor(torch.zeros((), dtype=sig.dtype, device=sig.device), sig[1:] / sig[:-1], _scalar(stack.h, sig),
                           _scalar(stack.config.decay, sig))
     yh = (y0 - y0.mean()) / (y0 - y0.mean()).norm()
-    eye_d, eye_T = torch.eye(d, dtype=X0.dtype), torch.eye(T, dtype=X0.dtype)
-    passed = Z0 @ (eye_d - torch.ones(d, d, dtype=X0.dtype) / d - torch.outer(yh, yh))
+    eye_d, eye_T = torch.eye(d, dtype=X0.dtype, device=X0.device), torch.eye(T, dtype=X0.dtype, device=X0.device)
+    passed = Z0 @ (eye_d - torch.ones(d, d, dtype=X0.dtype, device=X0.device) / d - torch.outer(yh, yh))
     killed = Z0 - passed
-    M, r0, out = eye_T, torch.ones((), dtype=X0.dtype), []
+    M, r0, out = eye_T, torch.ones((), dtype=X0.dtype, device=X0.device), []
     for q in q0:
         M = (q * eye_T + (1 - q) * A) @ M
         r0 = r0 * q

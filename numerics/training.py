@@ -11,6 +11,9 @@ steps, from which an interrupted run resumes.  Each batch is drawn from its own 
 (``batch_seed(seed, step)``) and the learning rate is a function of the step, so on the
 CPU a resumed run is bit-identical to an uninterrupted one.
 
+The model and its loss are ``numerics/language_model.py``, the cache key ``numerics/source_key.py``,
+the experiment's decision rule ``numerics/decision_rule.py``; all are importable from here.
+
 Claim 7.3 in small: the hierarchical model on topic-block data (``numerics.data``),
 coupled vs frozen gate.  The fast path is restricted to the *current block* (causal
 within the block, ``fast_kernel="local"``), so that — exactly as in Claim 7.2 — the
@@ -27,8 +30,6 @@ rate (``gate_lr``), since what the data decides is the sign and size of ∂R/∂
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import json
 import math
 import os
@@ -44,54 +45,15 @@ from torch import nn
 
 from numerics import checkpoint as ckpt
 from numerics.data import TopicBlocks
-from numerics.stack import LayerNorm, random_stack
+# the trainer's public face: the model, the cache key and the decision rule, importable from here
+from numerics.decision_rule import ALPHA, ARMS, GATE_RATIO, MIN_CAPTURE, Z, paired_gap, summarise, t_quantile  # noqa: F401
+from numerics.language_model import LanguageModel, local_causal_bias, next_token_loss, next_token_losses
+from numerics.source_key import (  # noqa: F401
+    REPO, SOURCE_PACKAGES, cache_dir_for, default_cache_dir, source_closure, source_key)
+from numerics.stack import random_stack
 
 FAST_KERNELS = ("local", "causal")
-ARMS = ("coupled", "frozen")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-REPO = Path(__file__).resolve().parents[1]
-
-
-# ---------------------------------------------------------------- the model
-class LanguageModel(nn.Module):
-    """Embedding (V, d) -> ``stack`` -> LN -> head (d, V) + bias; logits (..., T, V).
-
-    The embedding and head are drawn from ``seed`` (float64, then cast), the stack is given.
-    ``freeze_gates`` keeps every slow-path gate at its initial value (requires_grad False).
-    """
-
-    def __init__(self, V: int, stack: nn.Module, seed: int, dtype=torch.float32, freeze_gates: bool = False):
-        super().__init__()
-        d = stack.config.d
-        gen = torch.Generator().manual_seed(10_007 * seed + 1)
-        self.embed = nn.Parameter(torch.randn(V, d, generator=gen, dtype=torch.float64).to(dtype))
-        self.stack = stack
-        self.ln_f = LayerNorm(d).to(dtype)
-        self.head = nn.Parameter((torch.randn(d, V, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dtype))
-        self.head_bias = nn.Parameter(torch.zeros(V, dtype=dtype))
-        if freeze_gates:
-            for g in self.gates():
-                g.requires_grad_(False)
-
-    def gates(self) -> list[nn.Parameter]:
-        return [layer.gate for layer in self.stack.layers if getattr(layer, "slow", None) is not None]
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.ln_f(self.stack(self.embed[tokens])) @ self.head + self.head_bias
-
-
-def next_token_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy (batch, T−1) of predicting token t+1 from tokens ≤ t (nats); the first
-    token of a sequence is never predicted."""
-    logits = model(tokens)[:, :-1]
-    target = tokens[:, 1:]
-    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
-                                       reduction="none").reshape(target.shape)
-
-
-def next_token_loss(model: nn.Module, tokens: torch.Tensor, positions: slice = slice(None)) -> torch.Tensor:
-    """Mean next-token cross-entropy (nats/token) over ``positions`` of the predicted token."""
-    return next_token_losses(model, tokens)[:, positions].mean()
 
 
 # ---------------------------------------------------------------- the training loop
@@ -324,14 +286,6 @@ class TrainConfig:
         return asdict(self)
 
 
-def local_causal_bias(T: int, P: int, heads: int, dtype) -> torch.Tensor:
-    """Score bias (heads, T, T): token i sees token j iff j ≤ i and both lie in the same block."""
-    i = torch.arange(T)
-    allowed = (i[None, :] <= i[:, None]) & (i[None, :] // P == i[:, None] // P)
-    bias = torch.zeros(heads, T, T, dtype=dtype)
-    return bias.masked_fill(~allowed, -math.inf)
-
-
 class HierarchicalLM(LanguageModel):
     """Claim 7.3's model: the hierarchical stack (causal, blocks of P, gate 0) of ``cfg``."""
 
@@ -410,81 +364,8 @@ def _gate_gradient_information(cfg, seed, n_batches, batch) -> dict:
             "info": float(info_t.mean()), "se_info": float(info_t.std() / n)}
 
 
-# ---------------------------------------------------------------- what a cached result depends on
-SOURCE_PACKAGES = ("numerics", "theory", "proofs_check")  # the experiments that cache results live in proofs_check
-
-
-def _module_file(name: str, root: Path) -> Path | None:
-    if name.split(".")[0] not in SOURCE_PACKAGES:
-        return None
-    base = root.joinpath(*name.split("."))
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    return None
-
-
-def source_closure(modules: tuple[str, ...], root: str | os.PathLike | None = None) -> dict[str, Path]:
-    """Every module of this project (``SOURCE_PACKAGES``) that importing ``modules`` can execute, with its file.
-
-    Found from the source itself: each file's ``import``/``from … import`` statements (at any
-    depth, so imports inside functions count), followed transitively, plus every parent
-    package's ``__init__``.  ``root`` is the folder holding the packages (this checkout by default).
-    """
-    root = Path(root) if root is not None else REPO
-    found: dict[str, Path] = {}
-    todo = list(modules)
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        path = _module_file(name, root)
-        if path is None:
-            continue
-        found[name] = path
-        parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        package = name if path.name == "__init__.py" else ".".join(parts[:-1])
-        for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                todo.extend(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                else:
-                    base = node.module
-                todo.append(base)
-                todo.extend(f"{base}.{alias.name}" for alias in node.names)
-    return found
-
-
-def source_key(modules: tuple[str, ...], config, root: str | os.PathLike | None = None) -> str:
-    """A cache key: sha256 over ``config`` (JSON), the torch and Python versions and the content
-    of every file in :func:`source_closure` of ``modules``."""
-    root = Path(root) if root is not None else REPO
-    h = hashlib.sha256()
-    h.update(json.dumps(config, sort_keys=True, default=str).encode())
-    h.update(f"torch {torch.__version__} python {'.'.join(map(str, sys.version_info[:3]))}".encode())
-    for name, path in sorted(source_closure(modules, root).items()):
-        h.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()[:20]
-
-
 #: The modules Claim 7.3's cached result is computed by (their imports are followed).
 EXPERIMENT_MODULES = ("numerics.training", "numerics.emissions", "numerics.data")
-
-
-def cache_dir_for(ctx) -> Path:
-    """The cache folder of a check or figure context: ``ctx.cache_dir`` (set by ``fastslow
-    reproduce``) or else ``default_cache_dir()``."""
-    return Path(getattr(ctx, "cache_dir", None) or default_cache_dir())
-
-
-def default_cache_dir() -> Path:
-    """Where trained runs are kept: $FASTSLOW_CACHE, else out/cache."""
-    return Path(os.environ.get("FASTSLOW_CACHE", Path("out") / "cache"))
 
 
 # ---------------------------------------------------------------- the experiment
@@ -564,90 +445,3 @@ def run_experiment(quick: bool = True, seeds=None, cache_dir: str | os.PathLike 
     return result
 
 
-# The decision rule of Claim 7.3, fixed before any run.  Per setting, with n seeds, each seed
-# training both arms from the same initialisation on the same batches (a paired design):
-#   d_s      = final eval loss(frozen, s) − final eval loss(coupled, s);  gap = mean_s d_s
-#   se_seed  = sd(d_s)/√n, the training noise (seed to seed);
-#   se_eval  = SE over the eval sequences of the seed-mean per-sequence difference (the eval set
-#              is fixed, so the seed spread does not contain its sampling noise);
-#   crit     = sqrt((t·se_seed)² + (Z·se_eval)²), t the two-sided Student t quantile at level
-#              ALPHA with n − 1 degrees of freedom, Z for the eval-set SE (≥ 64 sequences);
-#   excess   = final eval loss − the Bayes loss of the data model on the same eval sequences
-#              (frozen: the current block only; coupled: the whole history), with its SE.
-# Statements:
-#   i.i.d.:    |gap| ≤ crit (the Bayes gap is 0: the gate can only add noise), and
-#              gate_iid ≤ GATE_RATIO·gate_ar1 (it stays near zero);
-#   every arm: excess ≥ −Z·SE (no model beats the Bayes risk of the information it sees);
-#   AR(1):     gap > crit (control: the gate helps beyond noise), and its size.  On the same
-#              sequences gap − G = excess(frozen) − excess(coupled) exactly (G the Bayes gap).
-#              Model of finite training: the coupled arm learns the frozen arm's fast path plus
-#              the slow channel, with the same steps, so excess(coupled) ≥ excess(frozen) and
-#              gap ≤ G + crit + Z·se_G; and training resolves the effect: the coupled arm's
-#              extra excess is below (1 − MIN_CAPTURE)·G, so gap ≥ MIN_CAPTURE·G.  Window
-#              [0.5, 1 + (crit + Z·se_G)/G]·G, about [0.5, 1.3]·G here: a factor ≈ 2.6.
-ALPHA = 0.01
-Z = 3.0
-GATE_RATIO = 0.25
-MIN_CAPTURE = 0.5
-
-
-def t_quantile(n: int) -> float:
-    """Two-sided Student t critical value at level ALPHA with n − 1 degrees of freedom."""
-    from scipy.stats import t
-
-    return float(t.ppf(1 - ALPHA / 2, max(1, n - 1)))
-
-
-def paired_gap(frozen: torch.Tensor, coupled: torch.Tensor) -> dict:
-    """The paired loss gap of the decision rule above from per-sequence final eval losses
-    (seeds, sequences) of each arm: gap = mean_s d_s, se_seed, se_eval, t and crit."""
-    n = coupled.shape[0]
-    d_s = (frozen - coupled).mean(-1)
-    d_seq = (frozen - coupled).mean(0)
-    se_seed = float(d_s.std() / math.sqrt(n)) if n > 1 else math.inf
-    se_eval = float(d_seq.std() / math.sqrt(d_seq.numel()))
-    t = t_quantile(n)
-    return {"gap": float(d_s.mean()), "gap_per_seed": d_s.tolist(), "se_seed": se_seed, "se_eval": se_eval,
-            "t": t, "crit": math.hypot(t * se_seed, Z * se_eval)}
-
-
-def summarise(result: dict) -> dict:
-    """Per setting: mean ± std of final losses per arm, the paired gap and its noise, the
-    excess over the Bayes losses, the gates, and the decision rule's verdicts."""
-    out = {}
-    for name, s in result["settings"].items():
-        row = {}
-        per_seq = {}
-        for arm, bayes_key in (("coupled", "hist"), ("frozen", "local")):
-            finals = torch.tensor([r["curves"]["eval_loss"][-1] for r in s["runs"][arm]], dtype=torch.float64)
-            per_seq[arm] = torch.tensor([r["curves"]["final_eval_per_seq"] for r in s["runs"][arm]],
-                                        dtype=torch.float64)  # (seeds, sequences)
-            bayes_seq = torch.tensor(s["bayes"]["eval_per_seq"][bayes_key], dtype=torch.float64)
-            excess_seq = per_seq[arm].mean(0) - bayes_seq
-            row[arm] = {"mean": float(finals.mean()), "std": float(finals.std()) if finals.numel() > 1 else 0.0,
-                        "bayes": float(bayes_seq.mean()), "excess": float(excess_seq.mean()),
-                        "excess_se": float(excess_seq.std() / math.sqrt(excess_seq.numel()))}
-        row.update(paired_gap(per_seq["frozen"], per_seq["coupled"]))
-        row["pooled_std"] = math.sqrt((row["coupled"]["std"] ** 2 + row["frozen"]["std"] ** 2) / 2)
-        gates = [max(abs(g[-1]) for g in r["curves"]["gates"]) for r in s["runs"]["coupled"]]
-        row["gate"] = sum(gates) / len(gates)
-        row["bayes_gap"] = s["bayes"]["gap"]
-        row["bayes_se"] = s["bayes"]["se_gap"]
-        out[name] = row
-    iid, ar = out["iid"], out["ar1"]
-    G = ar["bayes_gap"]
-    upper = G + ar["crit"] + Z * ar["bayes_se"]
-    lower = MIN_CAPTURE * G
-    beats = {f"{name}/{arm}": out[name][arm]["excess"] / (Z * out[name][arm]["excess_se"])
-             for name in ("iid", "ar1") for arm in ARMS}
-    out["verdict"] = {
-        "iid_within_noise": abs(iid["gap"]) <= iid["crit"],
-        "iid_gate_near_zero": iid["gate"] <= GATE_RATIO * ar["gate"],
-        "no_arm_beats_bayes": all(v >= -1.0 for v in beats.values()),
-        "excess_over_z_se": beats,
-        "ar1_gap_beyond_noise": ar["gap"] > ar["crit"],
-        "ar1_gap_ratio": ar["gap"] / G if G > 0 else float("nan"),
-        "ar1_window": [lower / G if G > 0 else float("nan"), upper / G if G > 0 else float("nan")],
-        "ar1_gap_size_ok": lower <= ar["gap"] <= upper,
-    }
-    return out

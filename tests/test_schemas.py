@@ -106,7 +106,7 @@ def test_a_ledger_from_run_claim_validates(monkeypatch):
         entry = dataclasses.replace(registry.CLAIMS[claim_id], check=check, generated=[])
         monkeypatch.setitem(registry.CLAIMS, claim_id, entry)
         records.append(with_standing(run_claim(claim_id, CheckContext())))
-    assert [r["status"] for r in records] == ["verified", "failed"]
+    assert [r["status"] for r in records] == ["verified", "error"]
     ledger = json.loads(json.dumps(_ledger(records), default=str))  # as write_json writes it
     _valid("ledger", ledger)
     assert checked_ledger(ledger) is ledger

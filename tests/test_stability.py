@@ -15,6 +15,7 @@ from hypothesis import given, strategies as st
 from mpmath import mp
 
 from numerics import random_stack
+from numerics import slow_mode_maps as smm
 from numerics import stability as ns
 from theory import stability as th
 from generated_patch import scale_generated
@@ -316,10 +317,10 @@ def test_slow_branch_map_is_the_real_layers_gate_derivative(kernel):
     scale = float(K_fd.abs().max())
     assert float((K - K_fd).abs().max()) / scale <= K_TOL
     assert float((G - J[0]).abs().max()) <= 1e-12 * float(J[0].abs().max())
-    xs = ns._reference_states(stack, None)
-    factor = torch.eye(8, dtype=torch.float64) + ns._mlp_stage_autograd(stack, xs)
+    xs = smm._reference_states(stack, None)
+    factor = torch.eye(8, dtype=torch.float64) + smm._mlp_stage_autograd(stack, xs)
     G_u = torch.linalg.solve(factor[:, None], G.reshape(6, 2, 8, 16))
-    omitted = torch.einsum("laij,lajc->laic", ns._mlp_operating_point_shift(stack, xs, ns._Steps(len(stack.layers), None)), G_u).reshape(6, 16, 16)
+    omitted = torch.einsum("laij,lajc->laic", smm._mlp_operating_point_shift(stack, xs, smm._Steps(len(stack.layers), None)), G_u).reshape(6, 16, 16)
     model_err = float((K - omitted - K_fd).abs().max()) / scale
     assert 1e-3 <= model_err <= 1e-1  # O(h) at h = 1/6
     assert abs(model_err - float(omitted.abs().max()) / scale) <= K_TOL + 1e-3 * model_err
@@ -363,7 +364,7 @@ def test_ledger_5_1_fails_on_a_broken_slow_branch_map(monkeypatch):
     from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.runners.ledger import run_claim
 
-    monkeypatch.setattr(ns, "_mlp_operating_point_shift",
+    monkeypatch.setattr(smm, "_mlp_operating_point_shift",
                         lambda stack, xs, step: torch.zeros(len(stack.layers), 2, 8, 8, dtype=torch.float64))
     v = evaluate_5_1(_contractive_spec(), CheckContext())
     assert v.status == "fails" and v.measured["K_route_error"] >= 1e3 * K_TOL

@@ -18,7 +18,7 @@ from numerics.spec import StackSpec
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
 from proofs_check.verdicts.on_stack import Verdict
-from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.standing import VACUOUS
 from theory import gate_bounds as th
 
 U = 2.0**-53
@@ -155,7 +155,7 @@ def diagonal_control() -> tuple[bool, str, dict]:
        kind="prediction",
        setting="contractive hierarchical pre-LN stacks (decay α = 2, ln_gain 0.2, weight_scale 0.5), causal and full kernels, "
                "Claim 5.1's linearised gate model",
-       standing=RECONSTRUCTION,
+       standing=VACUOUS,
        headline="the measured onset lies 8–9× above the certified g* and two orders of magnitude below the determinant "
                 "bound g⁺ (S/N averages the 16 slow directions): both bounds are proved, neither is tight off scalar systems")
 def check_5_3(ctx) -> ClaimResult:
@@ -187,7 +187,10 @@ def check_5_3(ctx) -> ClaimResult:
     finding = ("Claim 5.1's g* is conservative by the factor onset/g* (≈ 8–9 on its contractive stacks); an a priori upper "
                "bound exists from per-layer determinants (the only per-layer quantity that bounds a product's norm from "
                "below) but it averages all N slow directions, so it sits two orders of magnitude above the onset.")
-    return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding)
+    from proofs_check.claims.stability.gate_bound import paper_margin
+
+    return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding,
+                       measurement=paper_margin())
 
 
 no_matrix_free("5.3", "per-layer determinants of the slow-mode maps, as Claim 5.1's certificate; its check searches "

@@ -37,7 +37,8 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
     preln the reversed product, off by the predicted h² Σ_{i<j} [M_i, M_j] + O(h³)."""
     if spec.arch == "preln":
         st = spec.build()
-        X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10))
+        X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10),
+                        device="cpu").to(spec.device)
         J = stack_jacobian(st, X).detach()
         Js = layer_jacobians(st, X)
         err = nd.relative(nd.depth_ordered_product(Js), J)
@@ -77,8 +78,10 @@ def _finite_difference_route(spec: StackSpec) -> dict:
     from numerics.finite_differences import chain_rule_against_differences
 
     st = spec.build()
-    X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10))
-    V = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 11))
+    X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10),
+                    device="cpu").to(spec.device)
+    V = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 11),
+                    device="cpu").to(spec.device)
     return chain_rule_against_differences(st, X, V)
 
 

@@ -13,7 +13,7 @@ from numerics import depth_flow as nd
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input
 from numerics.spec import StackSpec
-from proofs_check.verdicts.standing import HOLDS, PAPER
+from proofs_check.verdicts.standing import ABSENT, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec, shrink
@@ -44,7 +44,8 @@ def _euler_preln(spec: StackSpec, ctx) -> Verdict:
     """Slope of ‖X_L − X(1)‖ and the stack's own error constant lim L (X_L − X(1)) (Richardson)
     against the derived constant E(1) of the variational equation (DOP853 on the real field)."""
     depths = _doubling(8, spec.layers)
-    X0 = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 1))
+    X0 = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 1),
+                     device="cpu").to(spec.device)
     with torch.no_grad():
         outs = {L: spec.with_(layers=L).build()(X0) for L in depths}
     X1, C = nd.error_constant_reference(spec.with_(layers=1).build(), X0, rtol=1e-10)
@@ -141,8 +142,9 @@ def scalar_constant_error(a0=0.5, a1=1.0, x0=1.0, Ls=(512, 1024)):
               "tests/test_depth_flow.py::test_ledger_1_1_catches_attention_without_its_score_scale"],
        control="i.i.d. untied weights: ‖X_L − X_0‖ ≈ σ_F h^(1/2) (slope 0.5, not 1), σ_F² = E‖F(θ, X_0)‖²",
        figure="euler_convergence",
-       kind='prediction', setting=PAPER, standing=HOLDS,
-       headline='error at t = 1 falls like 1/L (slope ≈ 1) when the weights lie on a smooth path in depth; i.i.d. weights (as at initialisation) give slope 1/2, so the claim describes a stack only as far as its weights are smooth in depth')
+       kind='prediction', setting="a smooth weight path θ(ℓh) (cosine series); trained weights measured apart",
+       standing=ABSENT,
+       headline='error at t = 1 falls like 1/L (slope ≈ 1) when the weights lie on a smooth path in depth; i.i.d. weights (as at initialisation) give slope 1/2, and trained weights are as rough in depth as i.i.d. ones, so the Euler picture is absent on trained stacks')
 def check_1_1(ctx) -> ClaimResult:
     verdicts = [evaluate("1.1", s, ctx) for s in _euler_specs("preln", ctx)]
     C, rich, scalar_err, scalar_tol = scalar_constant_error()
@@ -186,4 +188,29 @@ def check_1_1(ctx) -> ClaimResult:
             + ", ".join(f"{a:.3g} (predicted σ_F/√L = {b:.3g})" for a, b in zip(drift, predicted))
             + f"; ratios in [{IID_BAND[0]}, {IID_BAND[1]}]: " + ", ".join(f"{r:.3f}" for r in ratios)
             + f"; fitted slope {islope:.3f} (predicted 0.5 ± 0.1, not 1)"),
-        notes="errors are Frobenius norms at t = 1 from one random X_0; σ_F² from 64 independent layers")
+        notes="errors are Frobenius norms at t = 1 from one random X_0; σ_F² from 64 independent layers",
+        measurement=trained_roughness())
+
+
+#: the matrices whose depth roughness decides 1.1 on trained weights
+ROUGH_GROUPS = ("W_QK", "W_VO", "W1", "W2")
+
+
+def trained_roughness() -> dict | None:
+    """1.1 where the paper applies it, on trained weights: the layer-to-layer change r = ‖θ_ℓ+1 − θ_ℓ‖/‖θ_ℓ‖ of
+    the text-trained pre-LN stacks at the committed depths (``proofs_check.experiments.depth_smoothness``, its
+    record docs/trained/depth_smoothness.json).  An Euler scheme needs r ∝ 1/L (depth slope −1); i.i.d. layers
+    give r ≈ √2 (slope 0).  Absent when every matrix's slope is nearer 0 than −1.  None without the record."""
+    from proofs_check.experiments.depth_smoothness import recorded
+
+    r = recorded()
+    if r is None:
+        return None
+    slopes = {g: round(r["slopes"]["trained"][g], 3) for g in ROUGH_GROUPS}
+    deepest = str(max(r["depths"]))
+    rough = {g: round(r["runs"][deepest]["trained"][g], 3) for g in ROUGH_GROUPS}
+    return measurement(f"depth slope of the trained layer-to-layer change (L = {r['depths']}), and r at L = {deepest}",
+                       {"slope": slopes, "r": rough},
+                       "an Euler scheme needs slope −1 (r ∝ 1/L); i.i.d. layers give slope 0, r ≈ √2",
+                       "absent" if all(s > -0.5 for s in slopes.values()) else "holds",
+                       where=f"text-trained pre-LN stacks, docs/trained/depth_smoothness.json ({r['recorded']['git'][:7]})")

@@ -45,7 +45,7 @@ def factorisation_error(stack, xbar):
     _, G = nf.mode_blocks(stack, xbar)
     tol = 64 * EPS64 * float(torch.linalg.cond(S)) * float(torch.linalg.matrix_norm(J, 2))
     off = Jt.reshape(T, d, T, d).clone()
-    idx = torch.arange(T)
+    idx = torch.arange(T, device=Jt.device)
     off[idx, :, idx, :] = 0
     blk = (nf.diagonal_blocks(Jt, T, d) - G.detach()).abs().max()
     return float(off.abs().max()), float(blk), tol
@@ -60,7 +60,7 @@ def generated_block_errors(stack, xbar):
     lam, S, J, Jt = transformed(stack, xbar.expand(T, d).clone())
     blocks = nf.diagonal_blocks(Jt, T, d)
     B, C = nf.layer_B_C(stack, xbar)
-    eye = torch.eye(d, dtype=xbar.dtype)
+    eye = torch.eye(d, dtype=xbar.dtype, device=xbar.device)
     G = eye.expand(T, d, d).clone()
     h, alpha = stack.h, stack.config.decay
     for ell in range(B.shape[0]):

@@ -73,7 +73,8 @@ def polynomial_form_error(T, d=16, L=8, seed=0, probes=8, stack=None):
     A = st.frozen_kernel()
     K = nf.polynomial_coefficients(st, xbar).detach()
     X = xbar.expand(T, d).clone()
-    E = torch.randn(probes, T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 5))
+    E = torch.randn(probes, T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 5),
+                    device="cpu").to(X.device)
     JE = torch.func.vmap(lambda e: torch.func.jvp(st, (X,), (e,))[1])(E).detach()
     PE = nf.apply_polynomial_jacobian(A, K, E)
     scale = sum(float(torch.linalg.matrix_norm(A, 2)) ** m * float(torch.linalg.matrix_norm(K[m], 2))

@@ -125,7 +125,7 @@ def qk_derivative_norm(delta, spec: StackSpec | None = None, directions: int = Q
     params = {k: v.detach() for k, v in st.named_parameters()}
     like = next(iter(params.values()))
     xbar = random_xbar(d, 500)
-    Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 3))
+    Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 3), device="cpu")
     X = (xbar.expand(T, d) + delta * Z).to(dtype=like.dtype, device=like.device)
     qk = {k: v for k, v in params.items() if k.endswith(("W_Q", "W_K", "b_Q"))}  # b_Q: GPT-2's query bias
 

@@ -6,6 +6,7 @@ The on-stack evaluation and the ledger's check; the matrix-free form is in ``mat
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ import torch
 from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
 from numerics.spec import StackSpec
-from proofs_check.verdicts.standing import RECONSTRUCTION
+from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec
@@ -25,6 +26,20 @@ F64 = torch.float64
 
 #: Contractive hierarchical stacks (decay with a small LN gain and weight scale; see gate_certificate).
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)
+#: the paper's setting for the gate bound: the ledger's causal stack undamped (no decay, LN gain 1, weight
+#: scale 1), at GPT-2's depth step h = 1
+PAPER_MARGIN_SPEC = dict(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed=2, knobs={"step": 1.0})
+
+
+@functools.lru_cache(maxsize=1)
+def paper_margin() -> dict:
+    """The stability margin μ = −(1/(Lh)) Σ_ℓ log‖G_ℓ‖ of the certificate on the paper's setting
+    (:data:`PAPER_MARGIN_SPEC`), with its interval enclosure.  g* exists only where μ > 0: at μ ≤ 0 no gate is
+    certified and the bound (5.1), and the onset bracket built on it (5.3), cannot bind."""
+    spec = StackSpec(**PAPER_MARGIN_SPEC)
+    e = ns.gate_certificate(ns.at_zero_gate(spec.build())).enclosure
+    return measurement(f"stability margin μ (interval [{e.mu_lo:.6g}, {e.mu_hi:.6g}]) on {spec.label()}, undamped",
+                       round(e.mu, 6), "g* exists only where μ > 0", "vacuous" if e.mu_hi <= 0 else "holds")
 
 #: Gate step of the central difference that measures K_ℓ on the real layer.
 FD_STEP = 1e-4
@@ -268,8 +283,8 @@ FORMULA_TOL = 1e-12
               "tests/test_stability.py::test_ledger_5_1_fails_on_a_broken_slow_branch_map"],
        control="aligned systems at g*(1+δ): the product expands by exactly exp S(g) > 1",
        figure="stability_region",
-       kind='prediction', setting='stacks damped by residual decay α = 2 and LN gain 0.2 (μ > 0); undamped pre-LN stacks have μ ≤ 0', standing=RECONSTRUCTION,
-       headline='g* certified by interval arithmetic on damped stacks; an undamped pre-LN stack has margin μ ≤ 0, so no gate is certified there; the gated map G_ℓ + h g K_ℓ is rebuilt')
+       kind='prediction', setting='stacks damped by residual decay α = 2 and LN gain 0.2 (μ > 0); undamped pre-LN stacks have μ ≤ 0', standing=VACUOUS,
+       headline='g* certified by interval arithmetic on damped stacks; the undamped causal pre-LN stack at h = 1 has margin μ ≤ 0, so no gate is certified there; the gated map G_ℓ + h g K_ℓ is rebuilt')
 def check_5_1(ctx) -> ClaimResult:
     steps = [symbolic_step(f"S per-layer term: {name}", ok) for name, ok in th.monotonicity_steps().items()]
     steps.append(symbolic_step("small-h form = Newton step from 0 = μ/mean(k/a) (every L)", th.closed_form_identity()))
@@ -365,7 +380,7 @@ def check_5_1(ctx) -> ClaimResult:
         f"{int(sel.sum())} aligned systems at g = 1.1 g*: all expand (min log-norm {float(measured.min()):.4f} > 0), "
         f"|log‖Π‖ − S(g)| ≤ {mismatch:.2e} (predicted expansion exp S(g), median {float(predicted.median().exp()):.4f})")
     onsets = [r["onset"] / r["g_lo"] for r in rows[1:] if r.get("onset") and r.get("g_lo")]
-    return ClaimResult(steps, numeric, control,
+    return ClaimResult(steps, numeric, control, measurement=paper_margin(),
                        notes="Contractive stacks are drawn with decay=2, ln_gain=0.2, weight_scale=0.5: decay "
                              "alone shrinks x̄_ℓ and pre-LN's 1/σ(x̄_ℓ) then makes the slow-mode maps expand. "
                              "Measured onset of expansion of the real gated stacks / certified g_lo: "
