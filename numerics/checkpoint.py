@@ -3,7 +3,9 @@
 A checkpoint is a folder::
 
     DIR/manifest.json        what the run is: config, step, losses, corpus hash, versions,
-                             and the name and sha256 of the tensor file it points at
+                             the name and sha256 of the tensor file it points at, and the
+                             binding: one sha256 over that hash and everything the stack is
+                             rebuilt from (kind, config, spec with its knobs, arch, step)
     DIR/weights-<step>.pt    ``torch.save`` of {"model": state_dict, "optimizer": state_dict}
                              (tensors, numbers and lists only: loaded with weights_only=True)
 
@@ -15,7 +17,9 @@ already, or refused with the file that makes it someone else's.  At every
 moment the manifest names a complete tensor file whose hash it records, so a run killed
 at any point resumes from its last save.  A file that does not parse, a hash that does
 not match or a manifest of another kind is a :class:`CheckpointError` naming the file; the
-manifest's schema is :class:`CheckpointManifest`.
+manifest's schema is :class:`CheckpointManifest`.  A manifest whose spec, knobs or config were
+edited after the save (another decay, ln_eps or kernel around the same weights) no longer matches
+its binding and is refused: a verdict is never computed on a stack that was not trained.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from numerics.params import StackSpecModel
 
 FORMAT = "fastslow-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: the manifest binds its spec and config to the weights (``binding``)
 MANIFEST = "manifest.json"
 
 
@@ -82,6 +86,8 @@ class CheckpointManifest(BaseModel):
     step: Annotated[int, Field(strict=True, ge=0)] = Field(description="optimiser steps taken")
     weights: str = Field(pattern=WEIGHTS_NAME, description="the tensor file in the folder")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="the tensor file's sha256")
+    binding: str = Field(pattern=r"^[0-9a-f]{64}$",
+                         description="sha256 over the tensor file's sha256, kind, config, spec, arch and step")
     replaces: str | None = Field(None, pattern=WEIGHTS_NAME,
                                  description="the tensor file this save replaced, removed after the manifest is written")
     curves: dict[str, Any] = Field(description="loss curves, gates, learning rates, seconds")
@@ -105,6 +111,18 @@ class CheckpointManifest(BaseModel):
                 raise ValueError(f"field 'spec.{key}'={getattr(self.spec, key)!r} is not the trained stack's "
                                  f"({value!r}, from its config): the manifest was edited")
         return self
+
+
+#: the manifest fields the stack is rebuilt from, bound to the tensor file's hash by ``binding``
+BOUND = ("sha256", "kind", "config", "spec", "arch", "step")
+
+
+def binding(manifest: dict) -> str:
+    """sha256 of the canonical JSON of the manifest's :data:`BOUND` fields."""
+    from numerics.io import json_safe
+
+    bound = json_safe({k: manifest.get(k) for k in BOUND})[0]  # as written: non-finite floats are null
+    return hashlib.sha256(json.dumps(bound, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def _refusal(mpath: Path, manifest: dict, err: dict) -> str:
@@ -142,6 +160,9 @@ def read_manifest(path: str | os.PathLike) -> dict:
         CheckpointManifest.model_validate(manifest)
     except ValidationError as exc:
         raise CheckpointError(_refusal(mpath, manifest, exc.errors()[0])) from None
+    if binding(manifest) != manifest["binding"]:
+        raise CheckpointError(f"checkpoint {mpath}: its {', '.join(BOUND[1:])} are not what was saved with the "
+                              "weights (field 'binding' differs): the manifest was edited; retrain or re-import")
     return manifest
 
 
@@ -190,8 +211,8 @@ def claim(path: str | os.PathLike, *, name: str = "checkpoint", lock: bool = Tru
 
 
 def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
-    """Write ``tensors`` and ``manifest`` (without its format/weights/sha256/replaces fields, which this
-    fills).  The manifest records the tensor file it replaces (``replaces``), so that a run stopped
+    """Write ``tensors`` and ``manifest`` (without its format/weights/sha256/replaces/binding fields, which
+    this fills).  The manifest records the tensor file it replaces (``replaces``), so that a run stopped
     before removing that file removes it when it resumes."""
     from numerics.io import atomic_path, write_json
 
@@ -202,6 +223,7 @@ def save(path: str | os.PathLike, tensors: dict, manifest: dict) -> None:
             torch.save(tensors, tmp)
         full = {"format": FORMAT, "version": VERSION, **manifest, "weights": name,
                 "sha256": sha256_file(folder / name), "replaces": previous if previous != name else None}
+        full["binding"] = binding(full)
         write_json(folder / MANIFEST, full)
         if previous is not None and previous != name:
             (folder / previous).unlink(missing_ok=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import torch
@@ -67,9 +68,11 @@ def read_config(folder: str | Path) -> dict:
     path = Path(folder) / CONFIG
     if not path.is_file():
         raise HFImportError(f"{path}: no such file (a Hugging Face checkpoint folder holds config.json)")
+    from numerics.io import read_input
+
     try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        config = json.loads(read_input(path, "config.json", max_bytes=2**20).decode("utf-8"))
+    except (OSError, ValueError) as exc:  # unreadable, not a regular file, too large, not UTF-8, not JSON
         raise HFImportError(f"{path} is corrupt ({type(exc).__name__}: {exc})") from exc
     if not isinstance(config, dict):
         raise HFImportError(f"{path} is corrupt: not a JSON object")
@@ -168,8 +171,9 @@ def expected_shapes(config: dict) -> dict[str, tuple[int, ...]]:
 
 
 def checked_tensors(path: Path, config: dict) -> dict[str, torch.Tensor]:
-    """The tensors of ``path`` as float64, every expected field present, of its shape, finite; an
-    untied ``lm_head.weight`` is kept when present."""
+    """The tensors of ``path`` as float64, every expected field present, of its shape, finite, and no
+    other (a config with fewer layers than the file, or a stray key, is refused); an untied config
+    needs its ``lm_head.weight`` and keeps it, a tied one must not carry a different one."""
     state = read_tensors(path)
     out = {}
     for name, shape in expected_shapes(config).items():
@@ -184,13 +188,34 @@ def checked_tensors(path: Path, config: dict) -> dict[str, torch.Tensor]:
         if not torch.isfinite(t).all():
             raise HFImportError(f"{path}: field {name!r} has non-finite entries (NaN or inf)")
         out[name] = t
+    extra = sorted(k for k in state if k not in out and k != "lm_head.weight" and not _BUFFER.match(k))
+    if extra:
+        layer = _LAYER.match(extra[0])
+        why = (f"config.json's n_layer = {config['n_layer']} but the file holds layer {layer.group(1)}"
+               if layer and int(layer.group(1)) >= config["n_layer"] else "not a GPT-2 weight of this config.json")
+        raise HFImportError(f"{path}: field {extra[0]!r} ({len(extra)} unexpected in all): {why}; the config must "
+                            "describe the weight file exactly")
     head = state.get("lm_head.weight")
-    if head is not None and not config.get("tie_word_embeddings", True):
-        if tuple(head.shape) != out["wte.weight"].shape or not torch.isfinite(head).all():
-            raise HFImportError(f"{path}: field 'lm_head.weight' has shape {tuple(head.shape)} or non-finite "
-                                f"entries; expected {tuple(out['wte.weight'].shape)}")
+    tied = config.get("tie_word_embeddings", True)
+    if not tied and head is None:
+        raise HFImportError(f"{path}: field 'lm_head.weight' is missing, but config.json sets tie_word_embeddings "
+                            "= false (an untied head); the readout would silently be wte")
+    if head is not None and tuple(head.shape) != out["wte.weight"].shape:
+        raise HFImportError(f"{path}: field 'lm_head.weight' has shape {tuple(head.shape)}; expected "
+                            f"{tuple(out['wte.weight'].shape)}")
+    if head is not None and tied and not torch.equal(head.to(torch.float64), out["wte.weight"]):
+        raise HFImportError(f"{path}: field 'lm_head.weight' differs from wte, but config.json ties them "
+                            "(tie_word_embeddings); set it to false for an untied head")
+    if head is not None and not tied:
+        if not torch.isfinite(head).all():
+            raise HFImportError(f"{path}: field 'lm_head.weight' has non-finite entries (NaN or inf)")
         out["lm_head.weight"] = head.to(torch.float64)
     return out
+
+
+#: buffers older transformers versions save beside the weights (the causal mask), not weights
+_BUFFER = re.compile(r"^h\.[0-9]+\.attn\.(masked_)?bias$")
+_LAYER = re.compile(r"^h\.([0-9]+)\.")
 
 
 # ---------------------------------------------------------------------------- the mapping

@@ -114,13 +114,21 @@ def _json_safe(data, where: str = "", found: list | None = None):
     return data
 
 
-def json_text(data) -> str:
-    """Strict JSON (RFC 8259: no NaN or Infinity tokens): a non-finite float is written as null, and
-    a top-level object gains ``non_finite``, the list of the fields that were not finite."""
+def json_safe(data) -> tuple[object, list[str]]:
+    """(``data`` with every NaN and ±inf float replaced by None, the fields that were)."""
     found: list[str] = []
-    safe = _json_safe(data, found=found)
-    if found and isinstance(safe, dict):
-        safe["non_finite"] = found
+    return _json_safe(data, found=found), found
+
+
+def json_text(data, target: str = "") -> str:
+    """Strict JSON (RFC 8259: no NaN or Infinity tokens): a non-finite float is written as null, and a
+    note on standard error names the fields, so that every reader parses the file and none reads a
+    null as a number."""
+    safe, found = json_safe(data)
+    if found:
+        more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+        print(f"fastslow: note: {target or 'JSON'}: {len(found)} non-finite value(s) written as null "
+              f"({', '.join(found[:3])}{more})", file=sys.stderr)
     return json.dumps(safe, indent=2, default=str, allow_nan=False) + "\n"
 
 
@@ -257,7 +265,7 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 def write_json(path: str | os.PathLike, data) -> None:
     """Write ``data`` as indented strict JSON (:func:`json_text`) the way :func:`write_bytes` does."""
-    write_text(path, json_text(data))
+    write_text(path, json_text(data, str(path)))
 
 
 #: the largest input file read whole (a ledger, a spec, a config): larger ones are refused unread

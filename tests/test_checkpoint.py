@@ -53,6 +53,7 @@ def test_pickled_objects_are_refused_even_with_a_matching_hash(tmp_path, trained
     weights = folder / m["weights"]
     torch.save({"model": {"x": _Evil()}}, weights)
     m["sha256"] = ck.sha256_file(weights)
+    m["binding"] = ck.binding(m)
     (folder / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(ck.CheckpointError, match="is corrupt"):
         ck.load(folder)  # weights_only=True refuses the object instead of running it

@@ -236,7 +236,8 @@ def _copy(folder: Path, dest: Path) -> Path:
 
 @pytest.mark.parametrize("case", ["not-json", "llama", "inverse-layer-idx", "reorder", "cross-attention",
                                   "missing-field", "truncated", "foreign-bytes", "foreign-state", "wrong-shape",
-                                  "non-finite", "no-weights"])
+                                  "non-finite", "no-weights", "fewer-layers", "untied-no-head", "stray-key",
+                                  "tied-but-different"])
 def test_bad_checkpoints_are_refused_with_exit_2_and_nothing_written(saved, tmp_path, capsys, case):
     _, folders = saved
     src = _copy(folders["safetensors"] if case != "foreign-state" else folders["pytorch"], tmp_path / "src")
@@ -277,6 +278,23 @@ def test_bad_checkpoints_are_refused_with_exit_2_and_nothing_written(saved, tmp_
     elif case == "no-weights":
         weights.unlink()
         words = ["model.safetensors", "pytorch_model.bin"]
+    elif case == "fewer-layers":  # the import read h.0, h.1 and silently dropped h.2
+        cfg_path.write_text(json.dumps({**config, "n_layer": 2}))
+        words = ["model.safetensors", "h.2.", "n_layer = 2"]
+    elif case == "untied-no-head":  # the readout silently became wte
+        cfg_path.write_text(json.dumps({**config, "tie_word_embeddings": False}))
+        words = ["model.safetensors", "lm_head.weight", "tie_word_embeddings"]
+    elif case in ("stray-key", "tied-but-different"):
+        from safetensors.torch import load_file, save_file
+
+        state = load_file(str(weights))
+        if case == "stray-key":
+            state["transformer.h.0.attn.rotary.weight"] = torch.zeros(2)
+            words = ["model.safetensors", "h.0.attn.rotary.weight", "not a GPT-2 weight"]
+        else:
+            state["lm_head.weight"] = state["transformer.wte.weight"] + 1.0
+            words = ["model.safetensors", "lm_head.weight", "differs from wte"]
+        save_file(state, str(weights))
     out = tmp_path / "out"
     _refused(["import-hf", str(src), "--out", str(out)], capsys, *words)
     assert not out.exists()
@@ -314,3 +332,24 @@ def test_generated_gelu_new_and_its_derivative_are_torchs_tanh_gelu():
     assert ((gen.gelu_tanh_prime(y) - slope).abs() <= 16 * eps * (1 + y.abs() ** 3)).all()
     gap = float((torch.nn.functional.gelu(y) - ref.detach()).abs().max())
     assert 4.6e-4 < gap < 4.8e-4, gap
+
+
+def test_a_second_import_into_a_folder_being_written_is_refused(saved, tmp_path, capsys):
+    """import-hf locks its --out: while another process holds the folder, the import exits 2 and
+    writes nothing (two imports into one folder both succeeded before)."""
+    import subprocess
+    import sys
+
+    _, folders = saved
+    out = tmp_path / "out"
+    code = ("import sys, time; from numerics import checkpoint\n"
+            "with checkpoint.claim(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        _refused(["import-hf", str(folders["safetensors"]), "--out", str(out), "--no-verify"], capsys,
+                 "--out", "another fastslow process")
+        assert not (out / "manifest.json").exists()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -91,6 +91,7 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path, damage):
         torch.save({"hello": 1}, weights)
         m = json.loads(manifest.read_text())
         m["sha256"] = ckpt_mod.sha256_file(weights)
+        m["binding"] = ckpt_mod.binding(m)
         manifest.write_text(json.dumps(m))
     with pytest.raises(ckpt_mod.CheckpointError, match=r"broken"):
         tr.train(TINY, seed=0, checkpoint=ckpt)

@@ -15,7 +15,9 @@ eager attention, at a seeded random token sequence, layer by layer, within the f
 
 Bad input — a missing or corrupt file, another model type, a refused option, a tensor of the wrong
 shape, an output folder holding something this command did not write — exits 2 naming the file
-and the field, before any file is written.
+and the field, before any file is written.  The output folder is claimed and locked
+(``numerics.checkpoint.claim``) from the check against transformers to the save, so a second import
+into the same folder is refused (exit 2) instead of both succeeding.
 """
 
 from __future__ import annotations
@@ -61,8 +63,11 @@ def agreement(stack, outside: dict, ln_eps: float, hidden, tokens) -> dict:
 def check_out(out: Path) -> None:
     """Refuse an output folder that holds anything but an earlier import (never overwrite another run)."""
     from numerics import checkpoint as ckpt
+    from numerics import outdir
+    from numerics.io import is_own_temp
 
-    if not out.exists() or not any(out.iterdir()):
+    if not out.is_dir() or not [e for e in out.iterdir() if e.name not in (outdir.MARKER, outdir.LOCK)
+                                and not is_own_temp(e)]:
         return
     try:
         manifest = ckpt.read_manifest(out)
@@ -75,11 +80,8 @@ def check_out(out: Path) -> None:
 
 def import_hf(path: str | Path, out: str | Path, T: int | None = None, verify: bool = True) -> dict:
     """Import the GPT-2 checkpoint folder ``path`` into the fastslow checkpoint ``out``; return the manifest."""
-    import torch
-
     from numerics import checkpoint as ckpt
     from numerics import hf_gpt2
-    from proofs_check.experiments.train import git_hash, package_version
 
     folder, out = Path(path), Path(out)
     if not folder.is_dir():
@@ -91,6 +93,17 @@ def import_hf(path: str | Path, out: str | Path, T: int | None = None, verify: b
     tensors = hf_gpt2.checked_tensors(wfile, config)
     spec, stack = hf_gpt2.build_stack(config, tensors, T)
     outside = hf_gpt2.outside_tensors(tensors)
+    with ckpt.claim(out, name="--out"):  # locked: a second import into the same folder is refused
+        return _verify_and_save(folder, out, config, wfile, spec, stack, outside, verify)
+
+
+def _verify_and_save(folder, out, config, wfile, spec, stack, outside, verify) -> dict:
+    import torch
+
+    from numerics import checkpoint as ckpt
+    from numerics import hf_gpt2
+    from proofs_check.experiments.train import git_hash, package_version
+
     check = None
     if verify:
         tokens = torch.randint(0, config["vocab_size"], (spec.T,), generator=torch.Generator().manual_seed(0))
