@@ -214,7 +214,7 @@ def commutator_prediction(jacobians, h: float) -> torch.Tensor:
     """Leading term of (J_0⋯J_{L−1}) − (J_{L−1}⋯J_0) with J_ℓ = I + h M_ℓ:
     h² Σ_{i<j} [M_i, M_j] + O(h³)."""
     n = jacobians[0].shape[0]
-    eye = torch.eye(n, dtype=jacobians[0].dtype)
+    eye = torch.eye(n, dtype=jacobians[0].dtype, device=jacobians[0].device)
     Ms = [(Jl - eye) / h for Jl in jacobians]
     out = torch.zeros_like(eye)
     for i in range(len(Ms)):

@@ -29,8 +29,8 @@ def loglog_fit(xs, ys) -> LogLogFit:
     ``xs`` and ``ys``: equal-length sequences (or tensors/arrays) of at least two positive, finite numbers, with
     at least two distinct x.  Anything else raises ``ValueError`` naming what is wrong (a logarithm of zero or a
     negative number has no slope)."""
-    x = torch.as_tensor([float(v) for v in xs], dtype=F64)
-    y = torch.as_tensor([float(v) for v in ys], dtype=F64)
+    x = torch.as_tensor([float(v) for v in xs], dtype=F64, device="cpu")  # a fit of Python floats: CPU by design
+    y = torch.as_tensor([float(v) for v in ys], dtype=F64, device="cpu")  # (the inputs were turned into floats)
     if x.numel() != y.numel() or x.numel() < 2:
         raise ValueError(f"loglog_fit needs at least two (x, y) pairs of equal length, got {x.numel()} x "
                          f"and {y.numel()} y")

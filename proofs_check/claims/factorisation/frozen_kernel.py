@@ -68,7 +68,7 @@ def generated_block_errors(stack, xbar):
     blk = float((blocks - G).detach().abs().max())
     xs, us = nf.reference_tokens(stack, xbar)
     w = nf.layer_weights(stack)
-    eps = torch.tensor(stack.config.ln_eps, dtype=xbar.dtype)
+    eps = torch.tensor(stack.config.ln_eps, dtype=xbar.dtype, device=xbar.device)
     ln_err, ln_scale = 0.0, 0.0
     for ell, layer in enumerate(stack.layers):
         for ln_, z, gamma in ((layer.ln1, xs[ell], w["gamma1"][ell]), (layer.ln2, us[ell], w["gamma2"][ell])):
