@@ -338,3 +338,42 @@ def test_report_in_headless_chromium(canned, tmp_path):
     # summary: status and ledger cells of 2 claims; grid: 6 cells; conditions: 3 status cells; ledger: 2
     assert probe["coloured"] == 2 * 2 + 6 + 3 + 2, probe
     assert text.index("Summary") < text.index("Claim 2.1:") < text.index("Conditions")
+
+
+# ----------------------------------------------------------------------------- no Python reprs reach a reader
+REPR = re.compile(r"\b(None|True|False)\b"                       # Python's constants
+                  r"|\[[^\]\n]*,[^\]\n]*\]"                      # a list literal
+                  r"|\{['\"]"                                    # a dict literal
+                  r"|(?<![\w])'[A-Za-z_][\w ]*'(?![\w])"         # a quoted string
+                  r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")          # a snake_case key
+
+
+def python_reprs(page: str) -> list[str]:
+    """What of ``page`` (HTML) reads as Python: outside code, file paths and maths."""
+    body = re.sub(r"<(style|code|pre|math|script)\b.*?</\1>", " ", page, flags=re.S)
+    text = html_lib.unescape(re.sub(r"<[^>]+>", " ", body))
+    text = re.sub(r"[\w./-]*/[\w./-]+|\b[\w-]+\.(?:json|md|py|png|toml)\b", " ", text)  # paths and file names
+    return [m.group(0) for m in REPR.finditer(text)]
+
+
+def test_the_scanner_finds_each_kind_of_repr():
+    page = "<p>ℓ* None vs None; kept True; ['W1', 'alpha']; {'causal': 1}; rel_error; 'causal'</p>"
+    assert python_reprs(page) == ["None", "None", "True", "['W1', 'alpha']", "{'", "rel_error", "'causal'"]
+    assert python_reprs("<p>see <code>value_scale</code> in docs/sweeps.md and matrix.json</p>") == []
+
+
+def test_no_python_repr_in_the_report(canned, tmp_path):
+    _, md, page = canned
+    assert python_reprs(page) == []
+    rows = [{"T": 4, "kernel": "causal", "rel_error": 2.2e-16, "r_last": [0.91, 0.89], "bound vacuous": True,
+             "paper layer rel. error": {"causal": 4e-16, "full": 4.3e-16}, "ℓ*": None, "ρ": 5.5e16}]
+    table = R.render_html(R._scripts("\n".join(R.numeric_tables_md(rows))), tmp_path / "figures")
+    assert python_reprs(table) == [], table
+    assert "> 10¹⁵" in html_lib.unescape(table) and "0.91, 0.89" in table and "rel. error" in table
+
+
+def test_no_python_repr_in_the_printed_summary():
+    from proofs_check.verdicts.standing import format_summary
+
+    text = format_summary(LEDGER)
+    assert python_reprs(html_lib.escape(text)) == [], text
