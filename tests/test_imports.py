@@ -89,7 +89,7 @@ def test_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize("pair", [("numerics.stack", "numerics.architectures"),
+@pytest.mark.parametrize("pair", [("numerics.stack", "numerics.architectures.base"),
                                   ("proofs_check.report.reproduce", "proofs_check.cli.reproduce")])
 def test_the_detector_sees_a_planted_cycle(pair):
     """Negative control: adding the reverse edge of a real one-way dependency must be reported."""
@@ -127,3 +127,35 @@ def test_the_layering_check_sees_a_planted_upward_import(edge):
     assert f"{a} -> {b}" not in upward_imports(g)
     g[a] = g[a] | {b}
     assert f"{a} -> {b}" in upward_imports(g)
+
+
+#: the longest a module may be (numerics/generated/ is written by ``fastslow derive``, not by hand)
+MAX_LINES = 450
+
+
+def long_modules(paths, root: Path = ROOT) -> list[str]:
+    """'path: n lines' for every module over MAX_LINES lines outside numerics/generated/."""
+    out = []
+    for p in paths:
+        rel = p.relative_to(root).as_posix()
+        if rel.startswith("numerics/generated/"):
+            continue
+        n = len(p.read_text().splitlines())
+        if n > MAX_LINES:
+            out.append(f"{rel}: {n} lines")
+    return sorted(out)
+
+
+def test_no_module_over_450_lines():
+    """A module has one job; past 450 lines it has more (DEVELOPERS.md)."""
+    too_long = long_modules(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+    assert not too_long, "split by job:\n" + "\n".join(too_long)
+
+
+def test_the_length_check_sees_a_long_module(tmp_path):
+    """Negative control: a 451-line module is reported; a 450-line one and a long generated one are not."""
+    (tmp_path / "numerics" / "generated").mkdir(parents=True)
+    files = {"long.py": MAX_LINES + 1, "short.py": MAX_LINES, "numerics/generated/big.py": 10 * MAX_LINES}
+    for name, n in files.items():
+        (tmp_path / name).write_text("x = 1\n" * n)
+    assert long_modules([tmp_path / name for name in files], root=tmp_path) == [f"long.py: {MAX_LINES + 1} lines"]
