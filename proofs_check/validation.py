@@ -310,6 +310,57 @@ def check_output_dir(path, name: str = "--out") -> str:
     return text
 
 
+#: the options through which a command writes (files or folders); ``-`` is standard output
+OUTPUT_OPTIONS = ("json", "summary", "figure", "equivalents", "out", "figures")
+
+
+def _identity(text: str):
+    """What an output path writes to: ('stdout',) for ``-`` or a name of this process's standard output,
+    ('file', dev, inode) for an existing file, ('path', realpath) for a new one; None for a sink that
+    takes any number of writers (``/dev/null``)."""
+    import stat
+
+    if text == "-":
+        return ("stdout",)
+    try:
+        info = os.stat(text)
+    except OSError:
+        return ("path", os.path.realpath(text))
+    try:
+        out = os.fstat(1)
+        if (info.st_dev, info.st_ino) == (out.st_dev, out.st_ino):
+            return ("stdout",)
+    except OSError:
+        pass
+    if stat.S_ISCHR(info.st_mode):
+        return None
+    return ("file", info.st_dev, info.st_ino)
+
+
+def distinct_outputs(paths: dict) -> None:
+    """Refuse two outputs on one target: the same file or folder under two options (the second write would
+    replace the first: ``check --json X --summary X`` left the summary where the ledger was), or two
+    documents on standard output (``--json - --summary -`` wrote two in one stream)."""
+    seen = {}
+    for option, path in paths.items():
+        if path is None or not isinstance(path, (str, os.PathLike)):
+            continue
+        ident = _identity(os.fspath(path))
+        if ident is None:
+            continue
+        if ident in seen:
+            what = ("both write to standard output: one stream holds one document" if ident == ("stdout",)
+                    else "name the same file: the second write would replace the first")
+            raise InvalidInput(f"{option} {os.fspath(path)}: {seen[ident][0]} {os.fspath(seen[ident][1])} and "
+                               f"{option} {what}; give each output its own path")
+        seen[ident] = (option, path)
+
+
+def distinct_output_args(args) -> None:
+    """:func:`distinct_outputs` over a parsed command line's output options (:data:`OUTPUT_OPTIONS`)."""
+    distinct_outputs({f"--{name}": getattr(args, name, None) for name in OUTPUT_OPTIONS})
+
+
 # -- files that are read -------------------------------------------------------------------
 def _field(loc) -> str:
     out = ""

@@ -139,6 +139,12 @@ CLI: list[Case] = [
     Case(["check", "--profile", "fast"], 2, "--profile"),
     Case(["check", "--json", ""], 2, "--json"),
     Case(["check", "--json", "sub"], 2, "is a directory", setup="dir:sub"),
+    # two outputs on one target, refused before the run
+    Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "--summary x.json: --json x.json and --summary"),
+    Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "name the same file", setup="text:x.json:mine"),
+    Case(["check", "--json", "-", "--summary", "-"], 2, "both write to standard output"),
+    Case(["check", "--json", "x.json", "--summary", "./sub/../x.json"], 2, "name the same file", setup="dir:sub"),
+    Case(["train", "--experiment", "7.3", "--json", "r.png", "--figure", "r.png", "--out", "o"], 2, "same file"),
     Case(["check", "--json", "missing/ledger.json"], 2, "does not exist"),
     Case(["check", "--json", "/proc/version"], 2, "not writable"),
     # figures
