@@ -59,14 +59,15 @@ def _rounding(spec, layers: int) -> float:
     return mf.rounding_tolerance(spec.T, spec.d, layers, torch.float64, spec.knob("mlp_ratio", 4))
 
 
-def _judged(cid: str, spec, error: float, tolerance: float, measured: dict, predicted: dict, what: str) -> Verdict:
+def _judged(cid: str, spec, error: float, tolerance: float, measured: dict, predicted: dict, what: str,
+            exact_at: str = "the token-homogeneous reference 1x̄ᵀ with the gates closed") -> Verdict:
     """*holds* when the measurement along the text is within the float64 rounding of the exact statement;
     *conditional* otherwise: the claim holds on these weights only under the condition the text does not
     meet (the token-homogeneous reference, gates closed), named with the number by which the text misses."""
     holds = error <= tolerance
     where = (f"along {measured['text']['windows']} held-out window(s) of T = {measured['text']['T']} "
              f"(mean token spread {measured['text']['spread_mean']:.3f})")
-    condition = None if holds else (f"the token-homogeneous reference 1x̄ᵀ with the gates closed, where it is exact; "
+    condition = None if holds else (f"{exact_at}, where it is exact; "
                                     f"{what} {error:.3g} {where}, against {tolerance:.1e} (float64 rounding)")
     return Verdict(cid, "holds" if holds else "conditional", measured={**measured, "form": "along held-out text"},
                    predicted=predicted, error=error, tolerance=tolerance, condition=condition)
@@ -252,3 +253,75 @@ def saturation(spec) -> Verdict:
         why = f"ρ̃ = {predicted['rho_tilde']:.4f}, bound {bound} ≥ L = {L} on these weights: vacuous"
     return Verdict("3.1", "conditional", measured={**measured, "form": "along held-out text"}, predicted=predicted,
                    condition=f"ρ̃ < 1 and a bound below L (a contracting value path); {why}; {where}")
+
+
+ROUGH_GROUPS = ("W_QK", "W_VO", "W1", "W2")   # the weight matrices (gains and biases sit near 1 or 0)
+COMMUTATOR_PAIRS = 32                          # visited kernel pairs whose commutator 2.2 measures
+COARSE_P = 8                                   # 3.2's block length on a model without blocks
+
+
+def depth_roughness(spec) -> Verdict:
+    """1.1 on a checkpoint's weights: the Euler reading needs weights sampled from a smooth depth path,
+    θ_ℓ = θ(ℓh), so that θ_{ℓ+1} − θ_ℓ = h θ' + O(h²).  Measured: the depth roughness
+    r = mean_ℓ ‖θ_{ℓ+1} − θ_ℓ‖/‖θ_ℓ‖ of each weight matrix (``experiments.depth_smoothness``), against the
+    step h (a path of unit relative rate over the depth time) and √2 (independent draws per layer)."""
+    from proofs_check.experiments.depth_smoothness import IID_RATIO, stack_roughness
+
+    base = VI.plain(spec.with_(dtype="float64").build())
+    if len(base.layers) < 2:
+        return Verdict("1.1", "n/a", reason="one layer: the weights have no layer-to-layer change to measure")
+    rough = stack_roughness(base)
+    worst = max(rough[g] for g in ROUGH_GROUPS)
+    h = float(base.config.h)
+    measured = {"roughness": {g: rough[g] for g in ROUGH_GROUPS}, "step": h, "iid_roughness": IID_RATIO,
+                "form": "depth roughness of the checkpoint's weights"}
+    groups = ", ".join(f"{g} {rough[g]:.2f}" for g in ROUGH_GROUPS)
+    condition = None if worst <= h else (
+        f"weights sampled from a smooth depth path (layer-to-layer change ≤ h = {h:.3g}); these change by {groups} "
+        f"per layer, against {IID_RATIO:.2f} for independent draws: they are not an Euler path")
+    return Verdict("1.1", "holds" if worst <= h else "conditional", measured=measured,
+                   predicted={"roughness_at_most": h}, error=worst, tolerance=h, condition=condition)
+
+
+def kernel_conditions(spec) -> Verdict:
+    """2.2 along held-out text: the factorisation's conditions, measured where the text runs: (a) the
+    homogeneous reference (the visited states' token spread) and (c) one kernel shared by every head and
+    layer (the visited kernels' relative commutators ‖A_iA_j − A_jA_i‖_F/(‖A_i‖‖A_j‖), ``COMMUTATOR_PAIRS``
+    seeded pairs), beside the factorisation's residual they leave (2.3's stack error)."""
+    h = text(spec)
+    base = VI.plain(h.stack)
+    states = h.states()
+    kernels = torch.cat([VI.visited_kernels(layer, states[ell, 0]) for ell, layer in enumerate(base.layers)])
+    n = kernels.shape[0]
+    g = torch.Generator().manual_seed(PROBE_SEED)
+    pairs = torch.randint(n, (COMMUTATOR_PAIRS, 2), generator=g)
+    comm = [R.pooled_ratio(kernels[i] @ kernels[j] - kernels[j] @ kernels[i], kernels[i]) / float(kernels[j].norm())
+            for i, j in pairs.tolist() if i != j]
+    desc = _describe(h, states)
+    violation = max(desc["spread_mean"], max(comm, default=0.0))
+    measured = {"text": desc, "kernel_commutator_max": max(comm, default=0.0), "kernels": n,
+                "stack_errors": _factorisation(spec)["stack_errors"], "route": "the visited attention matrices"}
+    return _judged("2.2", spec, violation, _rounding(spec, 1), measured, {"violation": 0.0},
+                   "the conditions are violated (spread, kernels' commutator) by")
+
+
+def coarse_residual(spec) -> Verdict:
+    """3.2(a) along held-out text: ‖Π J(X)(I − Q)V‖/‖J(X)V‖ at the text's states (J V by jvp of the stack;
+    Π pooling blocks of P, Q = Π⁺Π), 0 at 1x̄ᵀ for kernels that leave ker Π invariant."""
+    from numerics.coarse_graining import pooling
+
+    h = text(spec)
+    base = VI.plain(h.stack)
+    P = base.config.P or next(p for p in (COARSE_P, 4, 2, 1) if spec.T % p == 0)
+    Pi, _, Q = pooling(spec.T, P, torch.float64)
+    V = mf.probes(PROBES, spec.T, spec.d, seed=PROBE_SEED)
+    W = V - Q @ V
+    res = []
+    with VI._unchecked(base):
+        for w in range(h.X0.shape[0]):
+            res.append(R.pooled_ratio(Pi @ mf.stack_jvp(base, h.X0[w], W), mf.stack_jvp(base, h.X0[w], V)))
+    measured = {"text": _describe(h, h.states()), "P": P, "residuals": res, "route": "jvp of the stack"}
+    return _judged("3.2", spec, max(res), _rounding(spec, spec.layers), measured, {"residual": 0.0},
+                   "the pooled flow leaks from within-block deviations, ‖ΠJ(I − Q)V‖/‖JV‖ =",
+                   exact_at="1x̄ᵀ with a kernel that leaves ker Π invariant (full or block; the causal kernel "
+                            "misses there too)")

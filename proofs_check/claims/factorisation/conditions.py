@@ -22,7 +22,7 @@ from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericRe
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict
 from proofs_check.claims.factorisation.frozen_kernel import EPS64, SLOPE_TOL
-from theory import factorisation as th
+from theory import factorisation_proofs as th
 
 #: Claim 2.2's ledger stack: T = 6, d = 8, 3 layers, 2 heads, causal, seed 0.
 VIOLATION_SPEC = StackSpec(T=6, d=8, layers=3, heads=2, kernel="causal", seed=0)
@@ -133,11 +133,15 @@ def commutator_row(kind, spec: StackSpec, points: int) -> dict:
             "at δ=0": values[0]}
 
 
-@on_stack("2.2", specs=_violation_specs, homogeneous_reference=True)
+@on_stack("2.2", specs=_violation_specs, homogeneous_reference=True, along_text=True)
 def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
     """Off-block mass linear in each violation δ (fitted slope 1 ± 0.1); preln, on the spec's own stack
     (a checkpoint's weights included): (a) homogeneity, (b) token-wise sublayers, (c) commuting kernels
     (≥ 2 heads); a variant: (a), with the same modules for (b), (c)."""
+    if spec.checkpoint is not None:   # a trained or imported model: its own weights and held-out text
+        from proofs_check.claims import along_text
+
+        return along_text.kernel_conditions(spec)
     if spec.arch == "preln":
         rows, worst, broken = [], 0.0, []
         points = 4 if ctx.quick else 7
