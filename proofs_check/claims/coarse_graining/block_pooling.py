@@ -92,7 +92,7 @@ def kernel_factors(A: torch.Tensor, P: int) -> float:
     return float(torch.linalg.matrix_norm(R, ord=2) / torch.linalg.matrix_norm(A, ord=2))
 
 
-@on_stack("3.2", specs=specs_3_2, homogeneous_reference=True)
+@on_stack("3.2", specs=specs_3_2, homogeneous_reference=True, along_text=True)
 def evaluate_3_2(spec, ctx) -> Verdict:
     """Block coarse-graining on one stack: (a) ΠJ(I − Q) = 0 exactly when the kernel leaves ker Π
     invariant, (b) ‖J − QJQ‖/‖J‖ ≤ r_ℓ(0) for kernels C ⊗ 11ᵀ/P, so ≤ τ past ℓ*(τ).
@@ -108,6 +108,10 @@ def evaluate_3_2(spec, ctx) -> Verdict:
     (r_ℓ(0) per depth, kernels that factor), ``saturation_depth`` (ℓ*(τ = 0.5) from the mode ratios),
     ``factors`` (kernel residual ≤ 1e-12).
     """
+    if spec.checkpoint is not None:   # a trained or imported model: its own weights and held-out text
+        from proofs_check.claims import along_text
+
+        return along_text.coarse_residual(spec)
     if spec.arch != "preln":
         return _arch_3_2(spec, ctx)
     P = coarse_block(spec)

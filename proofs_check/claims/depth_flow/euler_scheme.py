@@ -89,10 +89,14 @@ def _cauchy(spec: StackSpec, Ls, fix_ln=False):
     return errs, -loglog_fit(Ls, errs).slope
 
 
-@on_stack("1.1", specs=_euler_specs)
+@on_stack("1.1", specs=_euler_specs, along_text=True)
 def evaluate_1_1(spec: StackSpec, ctx) -> Verdict:
     """Explicit Euler in depth: on preln the error at t = 1 against DOP853 (slope 1 and the derived
     constant); on a variant ‖X_L − X_2L‖ on a smooth weight path shrinks like L^-1."""
+    if spec.checkpoint is not None:   # a trained or imported model: its own weights and held-out text
+        from proofs_check.claims import along_text
+
+        return along_text.depth_roughness(spec)
     if spec.arch == "preln":
         return _euler_preln(spec, ctx)
     Ls = _doubling(128, spec.layers)
