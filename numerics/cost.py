@@ -58,7 +58,7 @@ def counted_parts(module_at, T: int, P: int, x_dtype=torch.float64) -> dict[str,
     counts = {}
     for t in (T, T2):
         module, d = module_at(t)
-        counts[t] = counted_flops(module, torch.zeros(t, d, dtype=x_dtype))
+        counts[t] = counted_flops(module, torch.zeros(t, d, dtype=x_dtype, device=next(module.parameters()).device))
     r = T2 / T
     quadratic = (counts[T2] - r * counts[T]) / (r * r - r)  # b·T²
     quadratic = int(round(quadratic))

@@ -234,18 +234,18 @@ __all__ = ["commutator_prediction", "depth_ordered_product", "error_constant_ref
 
 
 # ----------------------------------------------------------------------------- the paper's layer
-def _paper_mask(T: int, kernel: str, block_size: int | None, heads: int, dtype) -> torch.Tensor | None:
+def _paper_mask(T: int, kernel: str, block_size: int | None, heads: int, dtype, device=None) -> torch.Tensor | None:
     """SDPA's mask for docs/theory.md §0's kernels, built from the definitions alone: causal j ≤ i,
     block ⌊j/b⌋ ≤ ⌊i/b⌋, ALiBi causal with score −m_h (i − j), m_h = 2^(−8(h+1)/H); full: none."""
-    i = torch.arange(T)
+    i = torch.arange(T, device=device)
     if kernel == "full":
         return None
     if kernel == "block":
         return (i[None, :] // block_size <= i[:, None] // block_size).expand(heads, T, T)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    causal = torch.ones(T, T, dtype=torch.bool, device=device).tril()
     if kernel == "causal":
         return causal.expand(heads, T, T)
-    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)], dtype=dtype)
+    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)], dtype=dtype, device=device)
     bias = -slopes[:, None, None] * (i[:, None] - i[None, :]).to(dtype)
     return bias.masked_fill(~causal, -float("inf"))
 
@@ -263,7 +263,7 @@ def paper_forward(stack: Stack, X: torch.Tensor) -> torch.Tensor:
         raise ValueError("paper_forward covers the plain stack only: P must be None")
     F = nn.functional
     T, d = X.shape[-2:]
-    mask = _paper_mask(T, cfg.kernel, cfg.block_size, cfg.heads, X.dtype)
+    mask = _paper_mask(T, cfg.kernel, cfg.block_size, cfg.heads, X.dtype, X.device)
     for layer in stack.layers:
         ln = lambda z, m: F.layer_norm(z, (d,), m.gamma, m.beta, eps=cfg.ln_eps)  # noqa: E731
         z = ln(X, layer.ln1)

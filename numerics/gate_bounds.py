@@ -47,8 +47,8 @@ def layer_spectra(G: torch.Tensor, K: torch.Tensor, h: float) -> LayerSpectra:
 
 def log_det_growth(sp: LayerSpectra, g) -> torch.Tensor:
     """S(g) for a tensor of gates g (...,): Σ_ℓ log|det G_ℓ| + Σ_{ℓ,i} log|1 + hgμ_{ℓ,i}|."""
-    g = torch.as_tensor(g, dtype=sp.log_det.dtype)
-    h = torch.tensor(sp.h, dtype=sp.log_det.dtype)
+    g = torch.as_tensor(g, dtype=sp.log_det.dtype, device=sp.log_det.device)
+    h = torch.tensor(sp.h, dtype=sp.log_det.dtype, device=sp.log_det.device)
     terms = gen.log_abs_factor(sp.mu.real, sp.mu.imag, h, g[..., None, None])
     return sp.log_det.sum() + terms.sum((-1, -2))
 
@@ -72,8 +72,8 @@ def product_log_norm(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Ten
 def first_crossing(f, scale: float, sign: float, doublings: int = CAP_DOUBLINGS) -> float | None:
     """The smallest |g| = x > 0 (g = sign·x) on the doubling grid scale·2^j, j ≤ ``doublings``, where
     f(g) > 0, refined by bisection between the last grid point with f ≤ 0 and the first with f > 0."""
-    xs = scale * 2.0 ** torch.arange(0, doublings + 1, dtype=torch.float64)
-    xs = torch.cat([torch.zeros(1, dtype=torch.float64), xs])
+    xs = scale * 2.0 ** torch.arange(0, doublings + 1, dtype=torch.float64, device="cpu")  # a grid of gates: f takes floats
+    xs = torch.cat([torch.zeros(1, dtype=torch.float64, device="cpu"), xs])
     vals = f(sign * xs)
     if bool(vals[0] > 0):
         return 0.0

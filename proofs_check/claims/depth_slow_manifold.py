@@ -368,7 +368,10 @@ def paper_measurement(cases) -> dict | None:
            "outcome": "holds" if all(a == b for a, b in depths) else "fails"}
     out = measurement("ε = 1/(1 − λ₂) of the causal frozen kernel", round(eps, 6),
                       "a fast–slow separation along depth needs ε ≪ 1; ε ≥ 1 for every λ₂ in [0, 1)",
-                      "absent" if eps >= 1 else "holds")
+                      "absent" if eps >= 1 else "holds",
+                      short=f"ε = 1/(1 − λ₂) = {eps:g} ≥ 1 (separation needs ε ≪ 1); at η = 1 the clock puts ℓ* at "
+                            + ", ".join(f"{b}" for _, b in depths) + " against "
+                            + ", ".join(f"{a}" for a, _ in depths) + " measured")
     return {**out, "clock_fit_eta_1": fit}
 
 

@@ -413,5 +413,7 @@ def check_4_2(ctx) -> ClaimResult:
                         round(min(r["later_min"] for r in loss), 4),
                         "visible: > 0 for every token after block 0, autograd within "
                         f"{max(r['mismatch'] for r in loss):.1e} of the factorised prediction",
-                        "holds" if all(r["later_min"] > GATE_TOL for r in loss) else "fails") if loss else None
+                        "holds" if all(r["later_min"] > GATE_TOL for r in loss) else "fails",
+                        short=f"per-token loss: ∂ℓ_t/∂g ≥ {min(r['later_min'] for r in loss):.3f} for every token after "
+                              "block 0 (exactly 0 in e₁ᵀX_L)") if loss else None
     return ClaimResult(symbolic=steps, numeric=numeric, control=ctl, finding=finding, measurement=paper)

@@ -115,8 +115,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
     print(f"figures: {sum(len(p) for p in results['figures'].values())} files in {figures_dir}")
     print(f"report: {out / 'report.md'}, {out / 'report.html'}; ledger: {out / 'ledger.json'}")
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    failed = any(c["status"] == "failed" for c in ledger["claims"])
-    return 0 if results["derive"].ok and not failed else 1
+    from proofs_check.runners.check import exit_code
+
+    return 0 if results["derive"].ok and not exit_code(ledger) else 1
 
 
 def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = None, scale: dict | None = None) -> None:

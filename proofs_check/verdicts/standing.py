@@ -50,14 +50,17 @@ PAPER_SETTING = "causal fast kernel, pre-LN, untied, gate 0"
 PAPER_OUTCOMES = words(PaperOutcome)
 
 
-def measurement(quantity: str, value, judged: str, outcome: str, *, where: str = PAPER_SETTING) -> dict:
+def measurement(quantity: str, value, judged: str, outcome: str, *, where: str = PAPER_SETTING,
+                short: str | None = None) -> dict:
     """A check's measurement in the paper's setting: ``quantity`` (what was measured), ``value`` (its
     number, or numbers), ``judged`` (the criterion it is judged against, in words with its number),
-    ``outcome`` (:class:`PaperOutcome`, not empty) and ``where`` (the stack it was measured on)."""
+    ``outcome`` (:class:`PaperOutcome`, not empty), ``where`` (the stack it was measured on) and ``short``
+    (the number in a few words, for summaries; default ``quantity = value``)."""
     outcome = PaperOutcome(outcome)
     if outcome == PaperOutcome.NOT_RUN:
         raise ValueError("a measurement in the paper's setting has an outcome: holds, fails, absent or vacuous")
-    return {"quantity": quantity, "value": value, "judged": judged, "outcome": outcome.value, "where": where}
+    return {"quantity": quantity, "value": value, "judged": judged, "outcome": outcome.value, "where": where,
+            "short": short or f"{quantity} = {value}"}
 
 
 def validate_declaration(claim_id: str, *, kind: str, setting: str, standing: str, condition: str | None,

@@ -217,4 +217,7 @@ def trained_roughness() -> dict | None:
                        {"slope": slopes, "r": rough},
                        "an Euler scheme needs slope −1 (r ∝ 1/L); i.i.d. layers give slope 0, r ≈ √2",
                        "absent" if all(s > -0.5 for s in slopes.values()) else "holds",
-                       where=f"text-trained pre-LN stacks, docs/trained/depth_smoothness.json ({r['recorded']['git'][:7]})")
+                       where=f"text-trained pre-LN stacks, docs/trained/depth_smoothness.json ({r['recorded']['git'][:7]})",
+                       short=f"trained weights' layer-to-layer change r = {min(rough.values()):.2f}–{max(rough.values()):.2f} "
+                             f"at L = {deepest}, depth slope {min(slopes.values()):+.2f} to {max(slopes.values()):+.2f} "
+                             "(Euler: −1; i.i.d.: √2, 0)")

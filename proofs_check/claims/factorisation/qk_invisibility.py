@@ -149,7 +149,7 @@ def qk_derivative_norm(delta, spec: StackSpec | None = None, directions: int = Q
     g = torch.Generator().manual_seed(spec.seed + 17)
     worst = 0.0
     for _ in range(directions):
-        v = {k: torch.randn(t.shape, generator=g, dtype=torch.float64).to(dtype=t.dtype, device=t.device)
+        v = {k: torch.randn(t.shape, generator=g, dtype=torch.float64, device="cpu").to(dtype=t.dtype, device=t.device)
              for k, t in qk.items()}
         _, Dv = torch.func.jvp(observables, (qk,), (v,))
         worst = max(worst, float(Dv.abs().max()))
