@@ -9,7 +9,9 @@ files.  The rules:
 - every axis shows at least two labelled major ticks inside its view;
 - an axis of layers, depths or training steps has integer ticks;
 - legend entries print no rounding noise (``λ = 3.34e-33`` is an exact 0);
-- a legend drawn inside an axes covers none of that axes' data markers.
+- a legend drawn inside an axes covers none of that axes' data markers;
+- no title, suptitle or axis label overlaps another one, or another axes' tick labels (bounding boxes
+  from ``get_window_extent`` after the draw).
 """
 
 from __future__ import annotations
@@ -141,6 +143,43 @@ def legend_problems(fig, name: str) -> list[str]:
     return problems
 
 
+def _texts(fig) -> list[tuple[str, object, object]]:
+    """(what, artist, its axes) for every title, suptitle and axis label with text."""
+    found = []
+    if getattr(fig, "_suptitle", None) is not None:
+        found.append(("suptitle", fig._suptitle, None))
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        for what, artist in (("title", ax.title), ("left title", ax._left_title), ("right title", ax._right_title),
+                             ("x label", ax.xaxis.label), ("y label", ax.yaxis.label)):
+            found.append((what, artist, ax))
+    return [(w, a, ax) for w, a, ax in found if a.get_visible() and a.get_text().strip()]
+
+
+def overlap_problems(fig, name: str) -> list[str]:
+    """Titles and axis labels that overlap each other, or overlap tick labels of another axes."""
+    renderer = fig.test_renderer
+    texts = [(w, a, ax, a.get_window_extent(renderer)) for w, a, ax in _texts(fig)]
+    problems = []
+    for i, (w1, a1, ax1, b1) in enumerate(texts):
+        for w2, a2, ax2, b2 in texts[i + 1:]:
+            if b1.overlaps(b2) and b1.width > 0 and b2.width > 0:
+                problems.append(f"{name}: {w1} {a1.get_text()!r} overlaps {w2} {a2.get_text()!r}")
+        for ax in fig.axes:
+            if ax is ax1 or not ax.get_visible() or _is_colorbar(ax):
+                continue
+            ticks = [t for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_visible() and t.get_text()]
+            if any(b1.overlaps(t.get_window_extent(renderer)) for t in ticks):
+                problems.append(f"{name}: {w1} {a1.get_text()!r} overlaps another axes' tick labels")
+    return problems
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_titles_and_labels_do_not_overlap(drawn, name):
+    assert [p for fig in drawn[name] for p in overlap_problems(fig, name)] == []
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_axes_are_labelled_and_ticks_sensible(drawn, name):
     assert drawn.get(name), f"{name} saved no figure"
@@ -168,11 +207,25 @@ def test_the_rules_catch_each_defect():
     ax2.set_xlabel("j"), ax2.set_ylabel("i")
     fig.canvas.draw()
     fig.test_renderer = fig.canvas.get_renderer()
-    found = " | ".join(axis_problems(fig, "bad") + legend_problems(fig, "bad"))
+    ax2.set_title("a title")
+    ax2.yaxis.set_label_coords(0.5, 1.03)  # the y label drawn where the title is (Fig. 26's defect)
+    fig.canvas.draw()
+    fig.test_renderer = fig.canvas.get_renderer()
+    found = " | ".join(axis_problems(fig, "bad") + legend_problems(fig, "bad") + overlap_problems(fig, "bad"))
     plt.close(fig)
     for defect in ("unlabelled colourbar", "names no quantity", "fractional x ticks", "legend entry 'λ = 3.34e-33'",
-                   "the legend covers"):
+                   "the legend covers", "overlaps"):
         assert defect in found, (defect, found)
+
+
+def test_every_figure_has_a_caption_saying_what_to_look_at():
+    from proofs_check.report.document import figure_md
+    from proofs_check.report.figures._captions import LOOK
+
+    assert sorted(LOOK) == NAMES, "a figure without a 'what to look at' sentence, or one for no figure"
+    caption = figure_md("factorisation_controls", "Off-block mass vs violation δ")[2]
+    assert caption.startswith("*Figure: Off-block mass vs violation δ. The off-block mass against") and \
+        caption.endswith(".*")
 
 
 def test_mode_products_exact_zero_eigenvalue():

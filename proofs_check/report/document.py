@@ -180,8 +180,12 @@ FIGURE = "*Figure:"  # numbered in page order by render_markdown
 
 
 def figure_md(name: str, title: str | None = None) -> list[str]:
+    """A figure with its numbered caption: what is drawn (its title), then what to look at in it."""
+    from proofs_check.report.figures._captions import LOOK
+
     caption = prose(title) if title else prose(name.replace("_", " "))
-    return [f"![{caption}](figures/{name}.png)", "", f"{FIGURE} {caption.rstrip('.')}.*", ""]
+    look = f" {prose(LOOK[name])}" if name in LOOK else ""
+    return [f"![{caption}](figures/{name}.png)", "", f"{FIGURE} {caption.rstrip('.')}.{look}*", ""]
 
 
 def _number_figures(text: str) -> str:
