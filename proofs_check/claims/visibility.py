@@ -251,8 +251,10 @@ def injection_overlap(stack) -> float:
     directly from numerics.kernels' lift and shift matrices."""
     cfg = stack.config
     n = cfg.T // cfg.P
-    s = K.lift_matrix(cfg.T, cfg.P, F64) @ K.block_shift_matrix(n, F64) @ torch.ones(n, dtype=F64)
-    return float(nv.persistent_vector(stack) @ s)
+    w = nv.persistent_vector(stack)
+    s = (K.lift_matrix(cfg.T, cfg.P, F64, device=w.device) @ K.block_shift_matrix(n, F64, device=w.device)
+         @ torch.ones(n, dtype=F64, device=w.device))
+    return float(w @ s)
 
 
 @on_stack("4.2", specs=specs_4_2, homogeneous_reference=True, along_text=True)

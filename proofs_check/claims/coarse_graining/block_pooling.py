@@ -64,7 +64,7 @@ def _initial_state(spec, dtype) -> tuple[torch.Tensor, str]:
     """1x̄ᵀ at gate 0; a random block-constant Π⁺Y₀ at g ≠ 0 (no homogeneous reference exists)."""
     T, d, P = spec.T, spec.d, coarse_block(spec)
     if spec.knob("gate", 0.0) == 0.0:
-        return torch.ones(T, 1, dtype=dtype) * random_xbar(d, spec.seed).to(dtype), "1x̄ᵀ"
+        return torch.ones(T, 1, dtype=dtype, device=spec.device) * random_xbar(d, spec.seed).to(dtype=dtype, device=spec.device), "1x̄ᵀ"
     Y0 = torch.randn(T // P, d, generator=torch.Generator().manual_seed(spec.seed + 100), dtype=F64)
     return (K.lift_matrix(T, P, F64) @ Y0).to(dtype), "block-constant Π⁺Y₀"
 
