@@ -11,7 +11,7 @@ stack's dtype can hold it: a nonzero gate below the dtype's smallest normal numb
 stored as 0 (1e-50 in float32), and any float knob at or above √(largest finite value) of the
 dtype overflows the forward pass, because LayerNorm squares the residual stream.  Output
 paths are checked before the run (:func:`check_output_file`, :func:`check_output_dir`), and
-every file that is read is checked against a schema (:func:`load_ledger`).
+every file that is read is checked against a schema (:func:`load_ledger`, in ``proofs_check.inputs``).
 
 Stated meanings of signed knobs: the gate g is a signed amplitude (g < 0 subtracts the
 slow path; the gate bound of Claim 5.1 constrains |g|, docs/theory.md §5); the scales
@@ -21,14 +21,13 @@ and a negative one is refused.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from numerics.params import SEED_MAX, InvalidInput, OptionalPositiveInt, PositiveInt, StackParams, _validate
 
@@ -361,83 +360,5 @@ def distinct_output_args(args) -> None:
     distinct_outputs({f"--{name}": getattr(args, name, None) for name in OUTPUT_OPTIONS})
 
 
-# -- files that are read -------------------------------------------------------------------
-def _field(loc) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def load_json(path, model: type[BaseModel], name: str) -> dict:
-    """Read a JSON file and check it against ``model``; one-line errors name the file and field."""
-    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
-    if not isinstance(text, str) or text.strip() == "":
-        raise InvalidInput(f"{name} {text!r}: the path is empty")
-    from numerics.io import read_input
-
-    try:
-        raw = read_input(text, name).decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InvalidInput(f"{name} {text}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except ValueError as err:
-        raise InvalidInput(str(err)) from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise InvalidInput(f"{name} {text}: not JSON ({err})") from None
-    try:
-        model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InvalidInput(f"{name} {text}: field {_field(err['loc'])}: {err['msg']}") from None
-    return data
-
-
-def ledger_inconsistencies(ledger: dict) -> list[str]:
-    """What in a ledger its own numbers contradict, each as ``claims[i] (id): why``.
-
-    The ledger's rule (``proofs_check.verdicts.evidence.decide``) makes an entry *verified* only when
-    every symbolic step is proved, the numeric route ran (cases > 0) with a finite error within its
-    tolerance, and the control failed as predicted; a stored status the stored numbers do not give
-    is a forged or damaged ledger.  For any status: proved ≤ steps, and no claim twice."""
-    problems, seen = [], set()
-    for i, entry in enumerate(ledger.get("claims", [])):
-        where = f"claims[{i}] ({entry.get('id')})"
-        if entry.get("id") in seen:
-            problems.append(f"{where}: claim {entry.get('id')} appears twice")
-        seen.add(entry.get("id"))
-        symbolic = entry.get("symbolic") or {}
-        if symbolic.get("proved", 0) > symbolic.get("steps", 0):
-            problems.append(f"{where}: symbolic.proved={symbolic.get('proved')} > steps={symbolic.get('steps')}")
-        if entry.get("status") != "verified":
-            continue
-        if symbolic.get("proved") != symbolic.get("steps"):
-            problems.append(f"{where}: status verified with {symbolic.get('proved')}/{symbolic.get('steps')} "
-                            "symbolic steps proved")
-        numeric = entry.get("numeric")
-        if numeric is not None:
-            error, tolerance = numeric.get("max_error"), numeric.get("tolerance")
-            if numeric.get("cases", 0) < 1:
-                problems.append(f"{where}: status verified with numeric.cases={numeric.get('cases')}")
-            elif (error is None or tolerance is None or not math.isfinite(error) or not math.isfinite(tolerance)
-                  or error > tolerance):
-                problems.append(f"{where}: status verified with numeric.max_error={error} above "
-                                f"numeric.tolerance={tolerance}")
-        control = entry.get("control")
-        if control is not None and control.get("status") != "fails-as-predicted":
-            problems.append(f"{where}: status verified with control.status={control.get('status')!r}")
-    return problems
-
-
-def load_ledger(path, name: str = "--ledger") -> dict:
-    """A ledger JSON file, checked against its schema (:class:`proofs_check.runners.ledger_schema.Ledger`)
-    and for consistency (:func:`ledger_inconsistencies`): a status its own numbers contradict is refused."""
-    from proofs_check.runners.ledger_schema import Ledger
-
-    data = load_json(path, Ledger, name)
-    problems = ledger_inconsistencies(data)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InvalidInput(f"{name} {os.fspath(path)}: {problems[0]}{more}; the ledger contradicts its own numbers")
-    return data
+# -- files that are read: proofs_check/inputs.py -----------------------------------------------
+from proofs_check.inputs import ledger_inconsistencies, load_json, load_ledger, load_mutation_record  # noqa: E402,F401

@@ -166,6 +166,11 @@ CLI: list[Case] = [
     Case(["reproduce", "--out", ""], 2, "--out"),
     Case(["reproduce", "--out", "/proc/fastslow-out"], 2, "not writable"),
     Case(["reproduce", "--device", "tpu"], 2, "--device"),
+    # the inputs reproduce reads at the end of its run, checked before it starts
+    Case(["reproduce", "--quick"], 2, "mutation.json out/mutation.json: not JSON",
+         setup='text:out/mutation.json:{"theory": {"killed": 3, "tot'),
+    Case(["reproduce", "--quick"], 2, "mutation.json out/mutation.json: field theory.mutants",
+         setup='text:out/mutation.json:{"theory": {"killed": 3, "total": 4, "score": 0.75}}'),
     # matrix
     Case(["grid", "--ledger", "missing.json"], 2, "--ledger missing.json: no such file"),
     Case(["grid", "--ledger", "sub"], 2, "is a directory", setup="dir:sub"),
@@ -249,6 +254,7 @@ def _setup(folder: Path, spec: str | None) -> None:
         (folder / rest).write_text("x")
     elif kind == "text":
         name, _, text = rest.partition(":")
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     elif kind == "bytes":  # not UTF-8
         (folder / rest).write_bytes(b'name = "x"\n# \xff\xfe\n')
@@ -564,3 +570,22 @@ def test_a_consistent_ledger_is_read_and_an_oversized_input_is_refused_unread(tm
     assert load_ledger(tmp_path / "failed.json")["claims"][0]["status"] == "failed"
     with pytest.raises(ValueError, match="more than the 10 an input may have"):
         read_input(good, "--ledger", max_bytes=10)
+
+
+def test_a_whole_mutation_record_passes_the_check_reproduce_makes_first(tmp_path):
+    """The control for the mutation.json cases: the record the report reads (the shape of
+    tests/test_mutation_sample.py's) is accepted."""
+    from proofs_check.validation import load_mutation_record
+
+    assert load_mutation_record(tmp_path / "mutation.json") is None
+    (tmp_path / "mutation.json").write_text(json.dumps({
+        "theory": {"total": 2, "killed": 1, "score": 0.5,
+                   "mutants": [{"name": "a", "claim": "2.1", "killed_by": "numeric check"},
+                               {"name": "b", "claim": "5.1", "killed_by": None}]},
+        "source": {"total": 1, "killed_by_ledger": 1, "killed_by_test_only": 0, "ledger_score": 1.0,
+                   "mutants": [{"name": "s", "where": "numerics/stack.py", "claims": ["2.1"],
+                                "killed_by_ledger": "2.1", "killed_by_test_only": None}]},
+        "code": {"tool": "mutmut", "total": 10, "killed": 9, "score": 0.9, "survivors": [{}],
+                 "justified": {"equivalent": 1, "device-only": 0, "open": 0},
+                 "by_file": {"numerics/stack.py": [10, 9]}}}))
+    assert load_mutation_record(tmp_path / "mutation.json")["theory"]["killed"] == 1

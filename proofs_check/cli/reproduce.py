@@ -21,6 +21,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from proofs_check.extras import require
     from proofs_check.progress import silenced
+    from proofs_check.validation import load_mutation_record
+
+    load_mutation_record(Path(args.out) / "mutation.json")  # read into the report at the end: checked first
 
     require("report", "fastslow reproduce (the report)")
     from proofs_check.report.reproduce import reproduce
