@@ -62,8 +62,7 @@ def owner(folder: str | os.PathLike) -> str | None:
 def token(folder: str | os.PathLike) -> str | None:
     """The owner token ``folder``'s marker records (names the temporaries written there), or None."""
     value = (_marker(folder) or {}).get("token")
-    return value if isinstance(value, str) and len(value) == 16 and all(c in "0123456789abcdef" for c in value) \
-        else None
+    return value if _valid_token(value) else None
 
 
 def _owned_tree(folder: Path) -> bool:
@@ -89,6 +88,25 @@ def foreign_entries(folder: Path, inputs=(), adopt: Callable[[Path], bool] | Non
             continue
         out.append(entry)
     return out
+
+
+def _valid_token(value) -> bool:
+    return isinstance(value, str) and len(value) == 16 and all(c in "0123456789abcdef" for c in value)
+
+
+def _unfinished_marker_token(folder: Path, command: str) -> str | None:
+    """The token of a marker whose write was interrupted before its rename: the atomic writer's temporary
+    of the marker, holding this command's marker with the token its own name carries (a record of this
+    tool), so that the next claim adopts the token and removes the temporary."""
+    for tmp in sorted(folder.glob(f".{MARKER}.fastslow-*.tmp")):
+        try:
+            data = json.loads(tmp.read_bytes()[:65536].decode("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if (isinstance(data, dict) and data.get("format") == FORMAT and data.get("command") == command
+                and _valid_token(data.get("token")) and f"-{data['token']}-" in tmp.name):
+            return data["token"]
+    return None
 
 
 def check(path, command: str, *, name: str = "--out", inputs=(), adopt=None) -> Path:
@@ -147,7 +165,7 @@ def claim(path, command: str, *, name: str = "--out", inputs=(), adopt=None, loc
     registered = False
     try:
         check(folder, command, name=name, inputs=inputs, adopt=adopt)  # again, now that no one else writes
-        mark = token(folder) or secrets.token_hex(8)
+        mark = token(folder) or _unfinished_marker_token(folder, command) or secrets.token_hex(8)
         register_token(folder, mark)
         registered = True
         if token(folder) is None:  # a new folder, or a marker written before owner tokens

@@ -280,6 +280,9 @@ def check_output_file(path, name: str = "--json") -> str | None:
         if not os.access(target, os.W_OK):
             raise InvalidInput(f"{name} {text}: not writable")
         return text
+    if target.is_file() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+        # replacing a read-only file (by rename, which its mode does not stop) would defeat its protection
+        raise InvalidInput(f"{name} {text}: the file is read-only (not writable by this user); not replaced")
     folder = target.absolute().parent
     if not folder.exists():
         raise InvalidInput(f"{name} {text}: folder {folder} does not exist")
@@ -355,8 +358,38 @@ def distinct_outputs(paths: dict) -> None:
         seen[ident] = (option, path)
 
 
-def distinct_output_args(args) -> None:
-    """:func:`distinct_outputs` over a parsed command line's output options (:data:`OUTPUT_OPTIONS`)."""
+#: characters every command prints (tables, bounds, the ledger's prose)
+_PRINTED = "≤≥−√…·εαλ²⁶"
+
+
+def check_environment() -> None:
+    """Refuse, before any work, an environment the run would fail in at its end: a standard output or
+    error whose encoding cannot print the tables (``PYTHONIOENCODING=ascii``), and a malformed
+    ``FASTSLOW_CRASH_AT_WRITE`` (read at the first write)."""
+    import sys
+
+    from numerics.io import _crash_plan
+
+    for stream_name in ("stdout", "stderr"):
+        stream = getattr(sys, stream_name)
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or getattr(stream, "errors", "strict") != "strict":
+            continue
+        try:
+            _PRINTED.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            given = os.environ.get("PYTHONIOENCODING")
+            source = f"PYTHONIOENCODING={given}" if given else f"the locale's encoding {encoding!r}"
+            raise InvalidInput(f"{source}: standard {'output' if stream_name == 'stdout' else 'error'} cannot print the tables (≤, −, √, …) in "
+                               f"{encoding!r}; use UTF-8 (PYTHONIOENCODING=utf-8)") from None
+    _crash_plan()
+
+
+def preflight(args) -> None:
+    """What every command checks after its options are parsed and before any work: the environment
+    (:func:`check_environment`) and that no two outputs share a target (:func:`distinct_outputs` over
+    :data:`OUTPUT_OPTIONS`)."""
+    check_environment()
     distinct_outputs({f"--{name}": getattr(args, name, None) for name in OUTPUT_OPTIONS})
 
 

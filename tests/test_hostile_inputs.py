@@ -143,6 +143,7 @@ CLI: list[Case] = [
     Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "--summary x.json: --json x.json and --summary"),
     Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "name the same file", setup="text:x.json:mine"),
     Case(["check", "--json", "-", "--summary", "-"], 2, "both write to standard output"),
+    Case(["simulate", *SMALL, "--json", "ro.json"], 2, "--json ro.json: the file is read-only", setup="readonly:ro.json"),
     Case(["check", "--json", "x.json", "--summary", "./sub/../x.json"], 2, "name the same file", setup="dir:sub"),
     Case(["train", "--experiment", "7.3", "--json", "r.png", "--figure", "r.png", "--out", "o"], 2, "same file"),
     Case(["check", "--json", "missing/ledger.json"], 2, "does not exist"),
@@ -263,6 +264,9 @@ def _setup(folder: Path, spec: str | None) -> None:
     elif kind == "cachefile":  # a user's file where the trained runs' cache would go
         (folder / rest).parent.mkdir(parents=True)
         (folder / rest).write_text("mine")
+    elif kind == "readonly":
+        (folder / rest).write_text("the user's, protected")
+        (folder / rest).chmod(0o444)
     elif kind == "fifo":
         os.mkfifo(folder / rest)
     elif kind == "dangling":
@@ -589,3 +593,21 @@ def test_a_whole_mutation_record_passes_the_check_reproduce_makes_first(tmp_path
                  "justified": {"equivalent": 1, "device-only": 0, "open": 0},
                  "by_file": {"numerics/stack.py": [10, 9]}}}))
     assert load_mutation_record(tmp_path / "mutation.json")["theory"]["killed"] == 1
+
+
+def test_an_environment_the_run_would_fail_in_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """A malformed FASTSLOW_CRASH_AT_WRITE was read at the first write, after the work; an ASCII standard
+    output failed at the first table.  Both are refused first, exit 2, naming the variable."""
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FASTSLOW_CRASH_AT_WRITE", "soon")
+    code, _ = run_cli(["simulate", *SMALL, "--json", "r.json"])
+    assert code == 2 and "FASTSLOW_CRASH_AT_WRITE='soon'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("FASTSLOW_CRASH_AT_WRITE")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "MPLBACKEND": "Agg"}
+    out = subprocess.run([sys.executable, "-m", "proofs_check.cli", "simulate", *SMALL, "--json", "r.json"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "PYTHONIOENCODING=ascii" in out.stderr and "Traceback" not in out.stderr
+    assert list(tmp_path.iterdir()) == []

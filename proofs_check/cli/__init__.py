@@ -32,7 +32,7 @@ import sys  # noqa: E402
 from proofs_check.cli import (check, derive, figures, grid, import_hf, mutate, reproduce, simulate,  # noqa: E402
                                sweep, train)
 from proofs_check.cli.options import UsageError, one_line  # noqa: E402
-from proofs_check.validation import distinct_output_args  # noqa: E402
+from proofs_check.validation import preflight  # noqa: E402
 
 #: the command modules of this package, in the order ``fastslow --help`` lists them
 COMMANDS = (derive, check, figures, simulate, grid, sweep, train, import_hf, mutate, reproduce)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     from numerics.io import Terminated  # the signal handlers' exception; loaded once a command runs
 
     try:
-        distinct_output_args(args)  # two outputs on one file, or two documents on stdout
+        preflight(args)  # the environment, and two outputs on one file or two documents on stdout
         return args.run(args)
     except (ValueError, UsageError) as exc:
         print(f"fastslow {args.command}: error: {one_line(exc)}", file=sys.stderr)
