@@ -32,6 +32,7 @@ from proofs_check.report.typeset import Formula, typeset
 from proofs_check.report.values import MISSING, cell, label, number
 from proofs_check.tables import Markdown, bold, markdown_table
 from proofs_check.verdicts.vocabulary import TONES
+from proofs_check.verdicts.vocabulary import TONES
 
 
 
@@ -306,7 +307,8 @@ def _scripts(text: str) -> str:
 
 # ----------------------------------------------------------------------------- HTML
 #: every result word (proofs_check.verdicts.vocabulary) -> its table cell's class
-STATUS_CLASSES = {word: tone.value for word, tone in TONES.items()}
+#: a status word's CSS class: the one vocabulary's tones (proofs_check.verdicts.vocabulary.TONES)
+STATUS_CLASSES = {str(word): str(tone) for word, tone in TONES.items()}
 _STATUS_CELL = re.compile(r"^\*\*(" + "|".join(re.escape(k) for k in sorted(STATUS_CLASSES, key=len, reverse=True))
                           + r")\*\*")
 
@@ -330,7 +332,8 @@ code{font-size:.92em}
 .mat .row{display:table-row}.mat .cell{display:table-cell;padding:.05em .5em;text-align:center}
 sub,sup{font-size:.72em}
 blockquote{border-left:4px solid #d98b00;margin:1em 0;padding:.3em 1em;background:#fff8ec}
-.holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}.error{background:#ecdcf5}
+.holds{background:#e3f6e3}.conditional{background:#fff3cd}.fails{background:#fbe1e1}.na{background:#eee}
+.error{background:#e8e0f4}.error{background:#ecdcf5}
 .footnotes{font-size:.88em}
 """
 
