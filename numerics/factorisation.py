@@ -234,8 +234,8 @@ class TokenMixedStack(nn.Module):
         super().__init__()
         self.stack, self.delta = stack, float(delta)
         T = stack.config.T
-        dtype = stack.layers[0].ln1.gamma.dtype
-        self.register_buffer("mixer", shift_mixer(T, dtype) if mixer is None else mixer)
+        gamma = stack.layers[0].ln1.gamma
+        self.register_buffer("mixer", shift_mixer(T, gamma.dtype, gamma.device) if mixer is None else mixer)
 
     def forward(self, x):
         for layer in self.stack.layers:

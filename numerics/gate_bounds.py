@@ -83,7 +83,7 @@ def first_crossing(f, scale: float, sign: float, doublings: int = CAP_DOUBLINGS)
     lo, hi = float(xs[int(hit[0]) - 1]), float(xs[int(hit[0])])
     for _ in range(BISECTIONS):
         mid = 0.5 * (lo + hi)
-        if float(f(torch.tensor([sign * mid], dtype=torch.float64))[0]) > 0:
+        if float(f(torch.tensor([sign * mid], dtype=torch.float64, device="cpu"))[0]) > 0:  # as the grid xs
             hi = mid
         else:
             lo = mid

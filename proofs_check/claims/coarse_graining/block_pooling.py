@@ -72,8 +72,8 @@ def _initial_state(spec, dtype) -> tuple[torch.Tensor, str]:
 def direct_residuals(J: torch.Tensor, T: int, d: int, P: int) -> dict:
     """The three residuals of 3.2 by their definitions with Kronecker products of numerics.kernels'
     Π, Π⁺ (no generated code; token-major vec, index t·d + i), each over ‖J‖₂."""
-    eye = torch.eye(d, dtype=J.dtype)
-    pool, lift = K.pool_matrix(T, P, J.dtype), K.lift_matrix(T, P, J.dtype)
+    eye = torch.eye(d, dtype=J.dtype, device=J.device)
+    pool, lift = K.pool_matrix(T, P, J.dtype, device=J.device), K.lift_matrix(T, P, J.dtype, device=J.device)
     Pi, Lift, Q = torch.kron(pool, eye), torch.kron(lift, eye), torch.kron(lift @ pool, eye)
     Jc = Pi @ J @ Lift
     nrm = torch.linalg.matrix_norm(J, ord=2)
@@ -87,8 +87,8 @@ def direct_residuals(J: torch.Tensor, T: int, d: int, P: int) -> dict:
 def kernel_factors(A: torch.Tensor, P: int) -> float:
     """‖ΠA(I − Q)‖₂/‖A‖₂ of the frozen kernel (direct): 0 iff A = C ⊗ 11ᵀ/P-type (3.2a's condition)."""
     T = A.shape[-1]
-    pool, lift = K.pool_matrix(T, P, A.dtype), K.lift_matrix(T, P, A.dtype)
-    R = pool @ A @ (torch.eye(T, dtype=A.dtype) - lift @ pool)
+    pool, lift = K.pool_matrix(T, P, A.dtype, device=A.device), K.lift_matrix(T, P, A.dtype, device=A.device)
+    R = pool @ A @ (torch.eye(T, dtype=A.dtype, device=A.device) - lift @ pool)
     return float(torch.linalg.matrix_norm(R, ord=2) / torch.linalg.matrix_norm(A, ord=2))
 
 
