@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from numerics.generated import factorisation as gen
+from numerics.mode_blocks import depth_product
 from numerics.stack import Stack
 
 #: activation -> (C_layer, G_layer, G_layer_coefficient_0, G_layer_coefficient_1) names in the generated code.
@@ -108,11 +109,7 @@ def layer_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.T
 
 def stack_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
     """G(λ) = G_{L−1}(λ) ⋯ G_0(λ) for every λ: shape (K, d, d)."""
-    Gl = layer_blocks(stack, xbar, lam)
-    G = torch.eye(Gl.shape[-1], dtype=Gl.dtype, device=Gl.device).expand_as(Gl[:, 0]).clone()
-    for ell in range(Gl.shape[1]):
-        G = Gl[:, ell] @ G
-    return G
+    return depth_product(layer_blocks(stack, xbar, lam))
 
 
 def common_kernel(stack: Stack) -> torch.Tensor:

@@ -45,6 +45,7 @@ from numerics.layer_systems import (  # noqa: F401  (the public face of the stab
     gated_product, jury_gate_radius, log_growth, log_norm, random_continuous_2x2,
     random_discrete_2x2, random_systems, routh_hurwitz_gate_radius, small_h_gate_bound, solve_gate_bound,
     spectral_norm, stability_margin)
+from numerics.mode_blocks import depth_product
 from numerics.precision import EPS64
 from numerics.slow_mode_maps import (  # noqa: F401
     AUTOGRAD_LIMIT, Progress, _check_stack, _slow_mode_map_steps, _slow_mode_maps, _Steps, default_reference,
@@ -54,10 +55,7 @@ from numerics.generated import stability as gen  # noqa: F401
 
 def product_log_norm(maps: torch.Tensor) -> torch.Tensor:
     """log‖Π_ℓ M_ℓ‖₂ (layer 0 acts first) for maps (..., L, N, N)."""
-    prod = maps[..., 0, :, :]
-    for l in range(1, maps.shape[-3]):
-        prod = maps[..., l, :, :] @ prod
-    return torch.log(spectral_norm(prod))
+    return torch.log(spectral_norm(depth_product(maps)))
 
 
 @dataclass

@@ -281,3 +281,84 @@ def test_bad_arch_and_options_errors():
         random_stack(T, D, 2, HEADS, "causal", arch="mhc", arch_options={"mixing": "free"})
     with pytest.raises(ValueError, match="sinkhorn needs a matrix with positive entries"):
         sinkhorn(-torch.ones(2, 2, dtype=F64), 3)
+
+
+# ------------------------------------------------------------------ a new architecture is one subclass
+@pytest.fixture
+def throwaway_arch():
+    """Defines (so registers) a throwaway variant and removes it from every table afterwards."""
+    from numerics import stack as S
+    from numerics.architectures import ARCHITECTURES
+    from numerics.architectures.preln import PreLN
+
+    class Damped(PreLN):
+        """Pre-LN whose every layer output is scaled by ``factor``: X' = factor · layer(X)."""
+
+        arch = "throwaway-damped"
+        OPTIONS = {"factor": 0.5}
+
+        @classmethod
+        def check_options(cls, options):
+            S._finite(options["factor"], "factor")
+            if options["factor"] <= 0:
+                raise ValueError(f"factor={options['factor']} must be > 0")
+
+        def step(self, i, s):
+            return self.options["factor"] * self.base.layers[i](s)
+
+        def token_step(self, i, sbar):
+            return self.options["factor"] * self.base.layers[i].token_map(sbar)
+
+    try:
+        yield Damped
+    finally:
+        ARCHITECTURES.pop(Damped.arch, None)
+        S.VARIANTS.pop(Damped.arch, None)
+
+
+def test_a_new_architecture_is_one_subclass(throwaway_arch):
+    """Defining the subclass is the whole registration: random_stack, StackSpec.build, the option
+    checks and the reference trajectory see it, and its forward pass is its own (factor^L times a
+    plain stack's layers, each on the damped input), not the base's."""
+    from numerics.architectures import ARCHITECTURES, check_arch, resolve_options
+    from numerics.spec import StackSpec
+
+    name = throwaway_arch.arch
+    assert check_arch(name) == name and ARCHITECTURES[name] is throwaway_arch
+    stack = random_stack(T, D, 3, HEADS, "causal", seed=2, arch=name, arch_options={"factor": 0.25})
+    plain = random_stack(T, D, 3, HEADS, "causal", seed=2)
+    assert isinstance(stack, throwaway_arch) and stack.config.arch == name
+    x = torch.randn(T, D, generator=torch.Generator().manual_seed(5), dtype=F64)
+    expected = x
+    for layer in plain.layers:
+        expected = 0.25 * layer(expected)
+    assert float((stack(x) - expected).abs().max().detach()) <= TOL
+    assert float((stack(x) - plain(x)).abs().max().detach()) > 1e-3  # the variant's own step, not the base's
+    spec = StackSpec(arch=name, T=T, d=D, layers=3, heads=HEADS, kernel="causal", seed=2,
+                     arch_options=(("factor", 0.25),))
+    assert float((spec.build()(x) - expected).abs().max().detach()) <= TOL
+    xbar = torch.randn(D, generator=torch.Generator().manual_seed(6), dtype=F64)
+    ref = stack.reference_trajectory(xbar)[-1]
+    assert float((stack(xbar.expand(T, D)) - ref).abs().max().detach()) <= TOL
+    assert resolve_options(name, None) == {"factor": 0.5}
+    with pytest.raises(ValueError, match="factor=-1 must be > 0"):
+        random_stack(T, D, 2, HEADS, "causal", arch=name, arch_options={"factor": -1})
+    with pytest.raises(ValueError, match=r"\['k'\] are not options of arch='throwaway-damped'"):
+        random_stack(T, D, 2, HEADS, "causal", arch=name, arch_options={"k": 2})
+
+
+def test_an_architecture_without_its_step_maps_cannot_be_built():
+    """Control: ArchStack is abstract in step and token_step; a subclass missing them is refused
+    when built, and defining one without ``arch`` registers nothing."""
+    from numerics.architectures import ARCHITECTURES, ArchStack
+
+    before = dict(ARCHITECTURES)
+
+    class Incomplete(ArchStack):
+        def step(self, i, s):
+            return s
+
+    assert ARCHITECTURES == before
+    plain = random_stack(T, D, 2, HEADS, "causal")
+    with pytest.raises(TypeError, match="abstract method.*token_step"):
+        Incomplete(plain.config, {}, plain, None, None, None)

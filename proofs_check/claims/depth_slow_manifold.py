@@ -17,6 +17,7 @@ import torch
 from numerics import coarse_graining as ncg
 from numerics import depth_clock_scale as nscale
 from numerics import depth_slow_manifold as nds
+from numerics.precision import EPS64 as EPS, SLOPE_TOL, U64 as U  # EPS = 2u: a stated "10·n·EPS" is margin 20
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
@@ -26,16 +27,13 @@ from proofs_check.verdicts.standing import ABSENT, measurement
 from proofs_check.progress import track
 from theory import depth_slow_manifold as th
 
-EPS = 2.0**-52
-U = 2.0**-53   # unit roundoff: EPS = 2u, so a stated "10·n·EPS" is margin 20 in the Derivation
 TAU = 0.5
 #: the η grid of the slope fit: η·(first-order coefficient ~0.2) ≫ the rounding floor (1e-13) and the
 #: second-order term ≤ κ₂η/κ₁ ≲ 2 % of the first at η = 1/64 (measured curvature ≤ 1 per unit η)
 ETAS = (1 / 1024, 1 / 512, 1 / 256, 1 / 128, 1 / 64)
 #: the fitted slope of log e(η) against log η: 1 ± 0.1 (the second-order remainder bends the log–log
 #: line by at most κ₂η_max/κ₁ ≈ 0.02 over the grid; 0.1 leaves room for the max over layers switching
-#: between smooth branches, which is still first order)
-SLOPE_TOL = 0.1
+#: between smooth branches, which is still first order): SLOPE_TOL of numerics.precision
 CONTROL_SLOPE = 3.0   # the ALiBi slope m of the gap-closing control: λ₂ = 1/(1 + e^{−3}) = 0.953, ε = 21
 
 

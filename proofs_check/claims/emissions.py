@@ -6,12 +6,12 @@ import math
 
 import torch
 
+from numerics.precision import EPS64 as EPS
 from proofs_check.verdicts.standing import HOLDS, RECONSTRUCTION
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
 from proofs_check.verdicts.registry import arch_free, claim, no_matrix_free
 from theory import emissions as th
 
-EPS = torch.finfo(torch.float64).eps
 PRIORS = {"gaussian": dict(m0=0.3, v0=2.0), "bernoulli": dict(a=2.0, b=3.0), "poisson": dict(a=2.0, b=0.5)}
 TRUTH = {"gaussian": 1.0, "bernoulli": 0.3, "poisson": 3.0}
 MC_Z = 3.5  # Monte Carlo statements: |MC − theory| ≤ 3.5 standard errors (two-sided 4.7e-4 each)

@@ -14,6 +14,7 @@ import torch
 
 from numerics import gate_bounds as ngb
 from numerics import stability as ns
+from numerics.precision import U64 as U
 from numerics.spec import StackSpec
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
@@ -21,7 +22,6 @@ from proofs_check.verdicts.on_stack import Verdict
 from proofs_check.verdicts.standing import VACUOUS
 from theory import gate_bounds as th
 
-U = 2.0**-53
 CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)   # Claim 5.1's contractive stacks
 #: relative agreement of two bisections of the same crossing (2^-40 each) and of a root with its mpmath value
 ROOT_RTOL = 1e-9

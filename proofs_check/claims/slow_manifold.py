@@ -10,6 +10,7 @@ import numpy as np
 import sympy as sp
 
 from numerics.fitting import loglog_fit
+from numerics.precision import SLOPE_TOL_STIFF as SLOPE_TOL
 from numerics.spec import StackSpec
 from proofs_check.verdicts.standing import HOLDS
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
@@ -17,7 +18,6 @@ from proofs_check.verdicts.registry import arch_free, claim, evaluate, no_matrix
 from proofs_check.verdicts.on_stack import Verdict, matrix_spec
 from theory import slow_manifold as th
 
-SLOPE_TOL = 0.15  # docs/theory.md §6: fitted slope k+1 ± 0.15
 #: Radau (rtol 1e-10) against the exact token propagator on O(1) states: global error ≈ rtol × the
 #: ≈ 100 accepted steps ≈ 1e-8 at worst.
 AGREE_TOL = 1e-8

@@ -15,6 +15,7 @@ import torch
 from numerics import kernels as K
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
+from numerics.precision import EPS64 as EPS, SLOPE_TOL
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
@@ -25,10 +26,8 @@ from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
 from proofs_check.verdicts.on_stack import Verdict
 from theory import visibility as th
 
-EPS = 2.0**-52
 F64 = torch.float64
 DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
-SLOPE_TOL = 0.1        # docs/theory.md §4: slope 2 ± 0.1 (and 1 ± 0.1 for the control)
 QK_TOL = 1e-13         # softmax row sums carry ≤ T·ε rounding; × ‖∂‖ ≤ 10: 8·2.2e-16·10 ≈ 2e-14
 FIRST_ORDER_TOL = 1e-2  # |Δ/δ − G(1)pᵀw| / |G(1)pᵀw| = O(δ) at δ = 1e-4, with a constant ≤ 100
 CENTRAL_DELTA = 1e-4

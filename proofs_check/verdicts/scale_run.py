@@ -26,11 +26,11 @@ from numerics import kernels as K
 from numerics import matrix_free as mf
 from numerics.factorisation import layer_blocks
 from numerics.checkpoint import CheckpointError
+from numerics.precision import SLOPE_TOL
 from numerics.presets import check_preset, preset
 from numerics.spec import DTYPES, StackSpec
 from proofs_check.verdicts.evidence import ControlResult, Derivation, NumericResult
 
-SLOPE_TOL = 0.1           # fitted log-log slopes: ± 0.1, as in the ledger (docs/theory.md §1, §2, §4)
 TAU = 0.5                 # Claim 3.1's tolerance τ
 #: inhomogeneity / violation amplitude δ of the first-order controls, per dtype: the departure e(δ) must
 #: dwarf the rounding tolerance (float32: γ ≈ 1e-5 at the toy size) while the O(δ) second-order term stays small

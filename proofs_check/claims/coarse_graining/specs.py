@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
+from numerics.precision import EPS64 as EPS
 from numerics.spec import StackSpec
 from proofs_check.verdicts.on_stack import matrix_spec as base_matrix_spec
 
-EPS = 2.0**-52
 F64 = torch.float64
 TAU = 0.5
 RESOLVED = 1e-3   # a predicted residual whose rounding bound exceeds this is not a prediction

@@ -12,6 +12,7 @@ import torch
 from numerics import depth_flow as nd
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input
+from numerics.precision import SLOPE_TOL
 from numerics.spec import StackSpec
 from proofs_check.verdicts.standing import ABSENT, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
@@ -19,7 +20,6 @@ from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec, shrink
 from theory import depth_flow as th
 
-SLOPE_TOL = 0.1  # Claim 1.1: fitted slope in [0.9, 1.1]
 IID_BAND = (0.8, 1.25)  # i.i.d. control: measured / predicted drift (4-seed sampling spread and O(h) drift of X_ℓ)
 
 

@@ -14,6 +14,8 @@ from numerics import factorisation as nf
 from numerics import random_stack
 from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
+from numerics.mode_blocks import affine_blocks, depth_product
+from numerics.precision import EPS64, SLOPE_TOL
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.verdicts.on_stack import matrix_spec
@@ -21,12 +23,10 @@ from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, shrink
-from theory import factorisation as th
+from theory import factorisation_proofs as th
 
 
 F64 = torch.float64
-EPS64 = float(torch.finfo(torch.float64).eps)
-SLOPE_TOL = 0.1
 
 
 def transformed(stack, X):
@@ -60,11 +60,7 @@ def generated_block_errors(stack, xbar):
     lam, S, J, Jt = transformed(stack, xbar.expand(T, d).clone())
     blocks = nf.diagonal_blocks(Jt, T, d)
     B, C = nf.layer_B_C(stack, xbar)
-    eye = torch.eye(d, dtype=xbar.dtype, device=xbar.device)
-    G = eye.expand(T, d, d).clone()
-    h, alpha = stack.h, stack.config.decay
-    for ell in range(B.shape[0]):
-        G = (eye + C[ell]) @ ((1 - h * alpha) * eye + h * lam[:, None, None] * B[ell]) @ G
+    G = depth_product(affine_blocks(B, C, lam, stack.h, stack.config.decay))
     blk = float((blocks - G).detach().abs().max())
     xs, us = nf.reference_tokens(stack, xbar)
     w = nf.layer_weights(stack)

@@ -22,7 +22,7 @@ from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivatio
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import Verdict
 from proofs_check.claims.factorisation.frozen_kernel import EPS64, F64
-from theory import factorisation as th
+from theory import factorisation_proofs as th
 
 
 def eigen_coordinate_errors(Ts, d=4, L=3, seed=0):

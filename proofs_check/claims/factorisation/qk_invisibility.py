@@ -20,7 +20,7 @@ from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericRe
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, shrink
 from proofs_check.claims.factorisation.frozen_kernel import SLOPE_TOL
-from theory import factorisation as th
+from theory import factorisation_proofs as th
 
 
 def _qk_specs(arch, ctx):

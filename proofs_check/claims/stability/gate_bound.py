@@ -14,6 +14,7 @@ import torch
 
 from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
+from numerics.precision import EPS64 as EPS, U64
 from numerics.spec import StackSpec
 from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
@@ -21,7 +22,6 @@ from proofs_check.verdicts.registry import claim, evaluate, on_stack
 from proofs_check.verdicts.on_stack import EXACT, Verdict, matrix_spec
 from theory import stability as th
 
-EPS = 2.0**-52
 F64 = torch.float64
 
 #: Contractive hierarchical stacks (decay with a small LN gain and weight scale; see gate_certificate).
@@ -215,7 +215,6 @@ def _bisection_root(a: np.ndarray, k: np.ndarray, h: float) -> np.ndarray:
     return np.where(has_root, (lo + hi) / 2, np.nan)
 
 
-U64 = 2.0**-53   # float64 unit roundoff
 #: torch.linalg.matrix_exp: a degree ≤ 18 polynomial and ≤ 8 squarings at ‖M‖ ≲ 5, each an n×n product with
 #: ≤ n·u relative rounding: ≤ (18 + 8)·n products' worth, ×10.
 EXPM_OPS = 18 + 8
