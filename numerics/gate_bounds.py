@@ -61,7 +61,7 @@ def norm_lower_bound(sp: LayerSpectra, g) -> torch.Tensor:
 
 def product_log_norm(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Tensor:
     """log‖Π_ℓ(G_ℓ + hgK_ℓ)‖₂ (layer 0 first) for a tensor of gates g (...,)."""
-    g = torch.as_tensor(g, dtype=G.dtype)
+    g = torch.as_tensor(g, dtype=G.dtype, device=G.device)
     M = G + h * g[..., None, None, None] * K                   # (..., L, N, N)
     P = M[..., 0, :, :]
     for ell in range(1, M.shape[-3]):

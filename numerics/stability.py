@@ -90,8 +90,9 @@ def expansion_onset(stack, scale: float, *, xbar: torch.Tensor | None = None, ca
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
         raise ValueError(f"scale={scale!r} must be a positive number (e.g. the certified g*)")
     stack = at_zero_gate(stack)
-    coarse = scale * 2.0 ** torch.arange(0, int(math.log2(cap_factor)) + 1, dtype=torch.float64, device=xbar.device)
-    coarse = torch.cat([torch.zeros(1, dtype=torch.float64, device=xbar.device), coarse])
+    device = next(stack.parameters()).device
+    coarse = scale * 2.0 ** torch.arange(0, int(math.log2(cap_factor)) + 1, dtype=torch.float64, device=device)
+    coarse = torch.cat([torch.zeros(1, dtype=torch.float64, device=device), coarse])
     log_norms = product_log_norm(gated_layer_jacobians(stack, torch.cat([coarse, -coarse[1:]]), xbar))
     evaluations = 2 * coarse.numel() - 1
     expands_at_zero = bool(log_norms[0] > 0)
