@@ -32,6 +32,7 @@ from pathlib import Path
 
 from proofs_check.verdicts.registry import CLAIM_IDS
 from proofs_check.mutation.hand_written_theory import run_limited, run_pool, timed_out
+from proofs_check.mutation.processes import held, released
 from proofs_check.tables import bold, markdown_table, text_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,6 +164,14 @@ CATALOGUE: tuple[SourceMutant, ...] = (
                "    tol = run.gamma ** 0.5\n    # at 1x̄ᵀ + δN", ["2.4"],
                "a scale tolerance derived at the wrong order: √γ instead of the rounding bound γ = n·u",
                "claim numerics", path="proofs_check/claims/factorisation/matrix_free.py", scale="toy"),
+    _mutant("adjoint-probes-reused-seed", "V = mf.probes(probes, spec.T, spec.d, seed=spec.seed + 32)",
+               "V = mf.probes(probes, spec.T, spec.d, seed=spec.seed + 31)", ["2.3"],
+               "the adjoint identity's probes V drawn from U's seed (V = U): the identity no longer sees a "
+               "transpose dropped from Jᵀ", "claim numerics", path="proofs_check/claims/factorisation/polynomial_form.py"),
+    _mutant("scale-adjoint-probes-reused-seed", "run.probe(1, seed=21), run.probe(1, seed=22))",
+               "run.probe(1, seed=21), run.probe(1, seed=21))", ["2.3", "3.2"],
+               "the scale forms' adjoint check draws V from U's seed (V = U)", "claim numerics",
+               path="proofs_check/verdicts/scale_run.py"),
 )
 
 
@@ -223,6 +232,7 @@ def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
     mutant = name if isinstance(name, SourceMutant) else catalogue()[name]
     name = mutant.name
     root = scratch_copy(mutant)
+    held(root)  # removed on SIGTERM too (proofs_check.mutation.processes)
     env = os.environ | {"PYTHONPATH": str(root), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     try:
         args = ["-c", _SCALE, mutant.scale] if mutant.scale else ["-c", _LEDGER]
@@ -248,7 +258,7 @@ def run_one(name: str | SourceMutant, run_tests: bool = True) -> dict:
                 failed = [ln for ln in result.stdout.splitlines() if ln.startswith("FAILED")]
                 test = failed[0][7:] if failed else "tests failed"
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        released(root)
     return {"name": name, "where": mutant.where, "claims": list(mutant.claims), "description": mutant.description,
             "killed_by_ledger": f"{ledger[0]}: {ledger[1]}" if ledger else None,
             "killed_by_test_only": test, "crashes": crashes, "seconds": time.perf_counter() - start}

@@ -22,11 +22,9 @@ import importlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -150,7 +148,7 @@ def install(name: str, scratch: Path | None = None) -> Mutant:
     setattr(owner, path[-1], mutant.mutate(getattr(owner, path[-1])))
     family = mutant.family
     text = render_module(family, module_name, module.generated_functions())
-    scratch = Path(scratch or tempfile.mkdtemp(prefix="fastslow-mutant-"))
+    scratch = Path(scratch or os.environ.get("FASTSLOW_MUTANT_SCRATCH") or tempfile.mkdtemp(prefix="fastslow-mutant-"))
     path = scratch / f"{family}.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location(f"numerics.generated.{family}", path)
@@ -189,22 +187,11 @@ MUTANT_SECONDS = 1200.0
 def run_limited(cmd: list[str], seconds: float | None = None, **kwargs):
     """``subprocess.run(cmd, capture_output=True, text=True, **kwargs)`` under a time limit: the completed
     process, or None when it ran past ``seconds`` (default :data:`MUTANT_SECONDS`); then its whole process
-    group (pytest workers included) is killed."""
-    import signal
+    group (pytest workers included) is killed, as it is when this process is interrupted or dies
+    (``proofs_check.mutation.processes.run_group``)."""
+    from proofs_check.mutation.processes import run_group
 
-    seconds = MUTANT_SECONDS if seconds is None else seconds
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            **kwargs)
-    try:
-        out, err = proc.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        return None
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return run_group(cmd, MUTANT_SECONDS if seconds is None else seconds, **kwargs)
 
 
 def timed_out(what: str, seconds: float | None = None) -> str:
@@ -216,9 +203,16 @@ def run_one(name: str, run_tests: bool = True) -> dict:
     the test run each have :data:`MUTANT_SECONDS`; a timeout is a refusal (the mutant is killed), with its reason."""
     start = time.perf_counter()
     mutant = catalogue()[name]
+    from proofs_check.mutation.processes import scratch
+
+    with scratch("fastslow-mutant-") as folder:  # the regenerated module; removed on every exit
+        return _run_one(name, mutant, folder, run_tests, start)
+
+
+def _run_one(name: str, mutant, scratch: str, run_tests: bool, start: float) -> dict:
     code = ("import json, sys\n"
             "from proofs_check.mutation.hand_written_theory import install, _killed_by_ledger\n"
-            f"install({name!r})\n"
+            f"install({name!r}, {scratch!r})\n"
             "from proofs_check.verdicts.evidence import CheckContext\n"
             "from proofs_check.verdicts.registry import load_checks\n"
             "from proofs_check.runners.ledger import run_claim\n"
@@ -238,7 +232,8 @@ def run_one(name: str, run_tests: bool = True) -> dict:
         test_file = REPO / "tests" / f"test_{mutant.family}.py"
         if test_file.exists():
             result = run_limited([sys.executable, "-m", "pytest", str(test_file), "-x", "-q",
-                                  "-p", "no:cacheprovider"], cwd=REPO, env=env | {"FASTSLOW_MUTANT": name})
+                                  "-p", "no:cacheprovider"], cwd=REPO,
+                                 env=env | {"FASTSLOW_MUTANT": name, "FASTSLOW_MUTANT_SCRATCH": scratch})
             if result is None:
                 killed_by = "test: " + timed_out(test_file.name)
             elif result.returncode != 0:
@@ -256,10 +251,12 @@ def run_pool(run_one, names, known: dict, kind: str, workers: int, run_tests: bo
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"--only {', '.join(unknown)}: no such {kind} (known: {', '.join(known)})")
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run_one, n, run_tests) for n in names]
-        return [f.result() for f in tqdm(futures, desc=f"{kind}s", unit="mutant",
-                                         disable=not progress or not sys.stderr.isatty())]
+    from proofs_check.mutation.processes import pool_map
+
+    def bar(futures):
+        return tqdm(futures, desc=f"{kind}s", unit="mutant", disable=not progress or not sys.stderr.isatty())
+
+    return pool_map(run_one, [(n, run_tests) for n in names], workers, bar)
 
 
 def run_mutants(names: list[str] | None = None, workers: int = 2, run_tests: bool = True,
