@@ -303,6 +303,7 @@ def check_3_2(ctx) -> ClaimResult:
     deepest = [v.measured["two_sided"][-1] for _, v in ctl]
     paper = measurement("‖J − QJQ‖/‖J‖ at the last layer, causal kernel", [round(x, 4) for x in deepest],
                         f"(b) needs it → 0 past ℓ*; saturated limit √(1 − 1/P) = {math.sqrt(1 - 1 / P):.3f}",
-                        "fails") if ctl_ok else None
+                        "fails", short="‖J − QJQ‖/‖J‖ = " + ", ".join(f"{x:.2f}" for x in deepest)
+                        + " at the last layer with the causal kernel ((b) needs → 0)") if ctl_ok else None
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding,
                        measurement=paper)
