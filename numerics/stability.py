@@ -104,7 +104,8 @@ def expansion_onset(stack, scale: float, *, xbar: torch.Tensor | None = None, ca
             j = int(hit[0])
             brackets[sign] = [float(coarse[j - 1]), float(coarse[j])]
     for _ in range(rounds if brackets else 0):
-        pts = {sign: torch.linspace(lo, hi, grid + 2, dtype=torch.float64)[1:-1] for sign, (lo, hi) in brackets.items()}
+        pts = {sign: torch.linspace(lo, hi, grid + 2, dtype=torch.float64, device=device)[1:-1]
+               for sign, (lo, hi) in brackets.items()}
         signed = torch.cat([sign * p for sign, p in pts.items()])
         inner = product_log_norm(gated_layer_jacobians(stack, signed, xbar)).split(grid)
         evaluations += signed.numel()
