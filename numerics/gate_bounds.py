@@ -56,7 +56,7 @@ def log_det_growth(sp: LayerSpectra, g) -> torch.Tensor:
 def norm_lower_bound(sp: LayerSpectra, g) -> torch.Tensor:
     """exp(S(g)/N) ≤ ρ(Π(G_ℓ + hgK_ℓ)) ≤ ‖Π(G_ℓ + hgK_ℓ)‖₂."""
     S = log_det_growth(sp, g)
-    return gen.det_norm_bound(S, torch.tensor(float(sp.modes), dtype=S.dtype))
+    return gen.det_norm_bound(S, torch.tensor(float(sp.modes), dtype=S.dtype, device=S.device))
 
 
 def product_log_norm(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Tensor:

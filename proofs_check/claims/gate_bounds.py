@@ -83,7 +83,7 @@ def evaluate_5_3(spec, ctx) -> Verdict:
             errors[f"no onset below g⁺ ({name})"] = math.inf
             continue
         errors[f"onset above g⁺ ({name})"] = max(0.0, on - up) / (ROOT_RTOL * up)
-        gates = torch.tensor([s * up * (1 + 1e-6), s * 2 * up, s * 4 * up], dtype=torch.float64)
+        gates = torch.tensor([s * up * (1 + 1e-6), s * 2 * up, s * 4 * up], dtype=torch.float64, device=G.device)
         bound = torch.log(ngb.norm_lower_bound(spectra, gates))          # S(g)/N
         below = (bound - ngb.product_log_norm(G, K, h, gates)).clamp_min(0).max()
         errors[f"‖Π(G + hgK)‖ below exp(S/N) ({name}), / tol"] = float(below) / tol
@@ -92,7 +92,7 @@ def evaluate_5_3(spec, ctx) -> Verdict:
                        "g⁺ / onset_linear": up / on}
     measured = {"onset_min": ngb.smallest(lin), "onset_linear": {"+": lin[1.0], "−": lin[-1.0]},
                 "onset_real": {"+": real.onset_plus, "−": real.onset_minus, "resolution": real.resolution},
-                "tightness": tight, "S0": float(ngb.log_det_growth(spectra, torch.tensor(0.0))), "modes": N,
+                "tightness": tight, "S0": float(ngb.log_det_growth(spectra, 0.0)), "modes": N,
                 "errors": errors, "kappa": kappa}
     predicted = {"g_star": e.g_lo, "g_plus_min": ngb.smallest(g_plus), "mu": e.mu,
                  "g_plus": {"+": g_plus[1.0], "−": g_plus[-1.0]}, "tolerance": tol}
