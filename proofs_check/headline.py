@@ -167,8 +167,9 @@ def transformer_bullets(ledger: dict) -> list[str]:
             status = {}
             for c in imp["claims"]:
                 status.setdefault(c["status"], []).append(c["id"])
+            verb = {"holds": "hold", "fails": "fail"}
             parts.append(f"{form} at T = {imp['T']}: " + "; ".join(
-                f"{', '.join(ids)} {word}" for word, ids in status.items() if word != "n/a"))
+                f"{', '.join(ids)} {verb.get(word, word)}" for word, ids in status.items() if word != "n/a"))
         out.append("- **A GPT-2 checkpoint** trained here with `transformers` and imported "
                    "([docs/real_models.md](docs/real_models.md), docs/trained/gpt2-bytes-check.json): "
                    + "; ".join(parts) + "; the rest n/a (they need stacks one checkpoint does not hold).")
