@@ -79,6 +79,22 @@ def test_random_stack_refuses_each_field_by_name(field, value):
         _tiny(**{field: value})
 
 
+@pytest.mark.parametrize("field, value", [("gate", math.nan), ("mlp_ratio", 0), ("weight_path", "rough"),
+                                          ("slow_kernel", "sideways"), ("block_size", 0), ("value_scale", math.inf),
+                                          ("weight_scale", math.nan), ("decay", math.inf), ("ln_gain", math.nan),
+                                          ("step", 0.0), ("activation", "swish"), ("ln_eps", -1.0),
+                                          ("attn_bias", "yes")])
+def test_random_stack_refuses_before_building_anything(monkeypatch, field, value):
+    """Every argument is checked before any work: with the Stack constructor replaced by a tripwire, a bad value of
+    each field is refused by random_stack's own validation (naming it), never after a stack was started."""
+    def tripwire(cfg):
+        raise AssertionError(f"a Stack was built before {field}={value!r} was refused")
+
+    monkeypatch.setattr(S, "Stack", tripwire)
+    with pytest.raises(ValueError, match=field):
+        _tiny(**{field: value}, **({"P": 2} if field == "gate" else {}))
+
+
 def test_random_stack_refuses_a_dtype_it_cannot_hold():
     with pytest.raises(ValueError, match="dtype"):
         _tiny(dtype=torch.int64)
