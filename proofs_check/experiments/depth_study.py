@@ -1,0 +1,108 @@
+"""The depth study on a grid (docs/depth_study.md, claim 8.1): every (L, arm) cell is one Dask task that
+trains the cell (``numerics.depth_study.training``, cached) and takes the measures at every snapshot
+(``numerics.depth_study.measures``); the cells' records are assembled into one study record with the
+depth fits and the pre-registered verdict (``proofs_check.experiments.depth_study_rule``).
+
+The study record is written to ``docs/depth_study/depth_study.json``; claim 8.1 and the figure read it,
+so ``fastslow check`` never trains.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from pathlib import Path
+
+DEPTHS = (4, 8, 16, 32)
+REPO = Path(__file__).resolve().parents[2]
+RECORD = REPO / "docs" / "depth_study" / "depth_study.json"
+#: the CI size: the whole grid in seconds (d = 16, L = 2, 4, 8, 40 steps)
+TOY = {"d": 16, "heads": 2, "T": 16, "steps": 40, "batch": 8, "warmup": 4, "eval_every": 10,
+       "eval_windows": 8, "snapshots": (0, 10, 20, 40)}
+TOY_DEPTHS = (2, 4, 8)
+
+
+def cell_task(cfg_dict: dict, cache: str, device: str = "cpu", windows: int = 8, probes: int = 8,
+              spectrum_tokens: int = 8, spectrum_windows: int = 4, train_only: bool = False) -> dict:
+    """One (L, arm) cell: train (or reuse) it, then measure every snapshot; returns the cell's record."""
+    from numerics.depth_study.training import StudyConfig, train_cell
+
+    cfg = StudyConfig(**cfg_dict)
+    t0 = time.perf_counter()
+    folder = train_cell(cfg, cache, device=device)
+    trained = time.perf_counter() - t0
+    if train_only:
+        return {"config": cfg.as_dict(), "folder": str(folder), "train_seconds": trained}
+    from numerics.depth_study.measures import measure_cell
+
+    t1 = time.perf_counter()
+    record = measure_cell(cfg, folder, device=device, windows=windows, probes=probes,
+                          spectrum_tokens=spectrum_tokens, spectrum_windows=spectrum_windows)
+    record["seconds"] = {"train_call": trained, "measure": time.perf_counter() - t1}
+    return record
+
+
+def run_grid(base: dict, depths=DEPTHS, arms=("gpt2", "smooth"), *, cache: str | Path, workers: int | None = 2,
+             scheduler: str | None = None, device: str = "cpu", train_only: bool = False, log=print,
+             **measure_options) -> list[dict]:
+    """Every (L, arm) cell as one Dask task, the deepest first (the longest tasks start first)."""
+    from distributed import as_completed
+
+    from numerics.depth_study.training import StudyConfig
+    from proofs_check.sweep.run import connect
+
+    cells = [StudyConfig(**{**base, "layers": L, "arm": arm}).as_dict()
+             for L in sorted(depths, reverse=True) for arm in arms]
+    out = []
+    with connect(scheduler, None if scheduler else workers) as client:
+        futures = [client.submit(cell_task, c, str(cache), device, train_only=train_only, pure=False,
+                                 key=f"depth-study-{c['arm']}-L{c['layers']}", **measure_options) for c in cells]
+        for fut in as_completed(futures):
+            rec = fut.result()
+            log(f"{datetime.datetime.now(datetime.timezone.utc):%H:%M:%S} done {rec['config']['arm']} "
+                f"L = {rec['config']['layers']}")
+            out.append(rec)
+    return sorted(out, key=lambda r: (r["config"]["arm"], r["config"]["layers"]))
+
+
+def assemble(cells: list[dict], *, wall_seconds: float | None = None, workers: int | None = None,
+             device: str = "cpu", load: str | None = None) -> dict:
+    """The study record: the cells, the rule's fits and verdict, the secondary outcomes, one sentence, provenance."""
+    import platform
+
+    import torch
+
+    from proofs_check.experiments.depth_study_rule import decide, secondary
+    from proofs_check.experiments.train import git_hash
+
+    decision = decide(cells)
+    record = {"depths": sorted({c["config"]["layers"] for c in cells}), "arms": sorted({c["config"]["arm"] for c in cells}),
+              "config": {k: v for k, v in cells[0]["config"].items() if k not in ("layers", "arm")},
+              "cells": cells, "decision": decision, "secondary": secondary(cells, decision)}
+    record["statement"] = statement(record)
+    record["recorded"] = {"git": git_hash(), "torch": torch.__version__, "python": platform.python_version(),
+                          "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                          "wall_seconds": wall_seconds, "workers": workers, "device": device, "load": load}
+    return record
+
+
+def statement(record: dict) -> str:
+    """One sentence of the finding, from the record's numbers."""
+    d = record["decision"]
+    parts = []
+    for arm in record["arms"]:
+        tr, init = d["fits"][arm]["trained"], d["fits"][arm]["init"]
+        parts.append(f"{arm} (h = {'1' if arm == 'gpt2' else '1/L'}): step slope {tr['p_step']:+.2f}, median "
+                     f"roughness slope {tr['p_rough']:+.2f} after training (at init {init['p_step']:+.2f}, "
+                     f"{init['p_rough']:+.2f}): {tr['reading']}")
+    cal = "calibrated" if d["calibrated"] else "calibration failed"
+    return (f"Depth study at L = {', '.join(map(str, record['depths']))} (d = {record['config']['d']}, "
+            f"{record['config']['steps']} steps; Euler −1, i.i.d. 0 for roughness and ≈ −0.5 for the step): "
+            + "; ".join(parts) + f"; estimator {cal}; claim 8.1 {d['verdict']}.")
+
+
+def recorded(path: Path = RECORD) -> dict | None:
+    """The committed study record, or None."""
+    import json
+
+    return json.loads(path.read_text()) if path.exists() else None
