@@ -202,15 +202,18 @@ def _rlimit_headroom() -> list[tuple[int, str]]:
     return out
 
 
-def memory_limits(device: str | None = None) -> list[tuple[int, str]]:
-    """Every limit on the memory this process can still get: (bytes left, what sets it)."""
+def memory_limits(device: str | None = None, *, per_process: bool = True) -> list[tuple[int, str]]:
+    """Every limit on the memory this process can still get: (bytes left, what sets it).  Without
+    ``per_process`` (memory several processes share, e.g. a pool of workers), the rlimits, which bind
+    each process separately, are left out."""
     import psutil
 
     limits = [(int(psutil.virtual_memory().available), "available host memory")]
     cgroup = cgroup_headroom()
     if cgroup is not None:
         limits.append((cgroup[0], f"cgroup memory limit ({cgroup[1]})"))
-    limits.extend(_rlimit_headroom())
+    if per_process:
+        limits.extend(_rlimit_headroom())
     if device is not None and str(device).startswith("cuda") and "torch" in sys.modules:
         if torch.cuda.is_available():
             free, _ = torch.cuda.mem_get_info(torch.device(device))
@@ -232,13 +235,14 @@ def human(n: float) -> str:
     return f"{n:.3g} PiB"  # pragma: no cover
 
 
-def check_fits(estimate: int, limit: int | None = None, what: str = "the run", device: str | None = None) -> None:
+def check_fits(estimate: int, limit: int | None = None, what: str = "the run", device: str | None = None, *,
+               per_process: bool = True, advice: str = "reduce T, layers, d or heads") -> None:
     """Raise ValueError when ``estimate`` exceeds ``limit`` (``--max-memory``) or the memory this process
     can get (:func:`memory_limits`; the message names the binding limit)."""
     if limit is not None and estimate > limit:
         raise ValueError(f"max_memory={limit}: {what} needs an estimated {human(estimate)}, more than the "
-                         f"limit of {human(limit)} (reduce T, layers, d or heads)")
-    available, source = min(memory_limits(device))
+                         f"limit of {human(limit)} ({advice})")
+    available, source = min(memory_limits(device, per_process=per_process))
     if estimate > available:
         raise ValueError(f"{what} needs an estimated {human(estimate)}, more than the {human(available)} "
-                         f"of memory available (the {source} binds; reduce T, layers, d or heads)")
+                         f"of memory available (the {source} binds; {advice})")

@@ -225,6 +225,7 @@ CLI: list[Case] = [
     Case(["sweep", "coarse_graining", "--max-tasks", "0", "--out", "o"], 2, "--max-tasks"),
     Case(["sweep", "coarse_graining", "--max-tasks", "10", "--out", "o"], 2, "--max-tasks 140"),
     Case(["sweep", "coarse_graining", "--workers", "0", "--out", "o"], 2, "--workers"),
+    Case(["sweep", "coarse_graining", "--workers", "100000", "--out", "o"], 2, "--workers=100000: more than"),
     # silent acceptances, now refused
     Case(["check", "--scale", "toy", "--stack", "ck"], 2, "--stack ck cannot go with --scale toy"),
     Case(["check", "--dtype", "float32", "--claim", "1.1"], 2, "--dtype float32 needs --scale"),

@@ -111,3 +111,21 @@ def test_rlimit_headroom_in_process_is_limit_less_current_address_space():
         assert abs(limits["RLIMIT_AS"] - GiB) < 64 * 2**20
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def test_a_local_sweep_cluster_is_sized_against_the_cgroup_limit(tmp_path, monkeypatch):
+    """4 workers measured 2.3 GB together; under a 2 GiB cgroup limit 4 are refused (naming --workers
+    and the limit) and 1 is accepted; workers beyond 4 per core are refused outright."""
+    from proofs_check.sweep import spec as sweep_spec
+    from proofs_check.sweep.grid import expand
+    from proofs_check.sweep.run import WORKERS_PER_CORE, check_resources, default_workers
+
+    _fake_cgroup(tmp_path, monkeypatch, "0::/job\n", {"cgroup.controllers": "memory\n",
+                                                       "job/memory.max": str(2 * GiB), "job/memory.current": "0"})
+    tasks = expand(sweep_spec.load("coarse_graining"))
+    with pytest.raises(ValueError, match=r"--workers=4 local workers .* cgroup memory limit .*give fewer --workers"):
+        check_resources(tasks, 4)
+    check_resources(tasks, 1)
+    too_many = WORKERS_PER_CORE * default_workers() + 1
+    with pytest.raises(ValueError, match=rf"--workers={too_many}: more than"):
+        check_resources(tasks, too_many)

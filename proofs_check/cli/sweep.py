@@ -68,6 +68,11 @@ def run(args) -> int:
 
     out = Path(check_output_dir(args.out if args.out is not None else str(Path("out") / "sweeps" / spec.name),
                                 "--out"))
+    if args.scheduler is None:  # a local cluster: its workers must fit this machine, checked before the folder
+        from proofs_check.sweep.grid import expand
+        from proofs_check.sweep.run import check_resources
+
+        check_resources(expand(spec, device=args.device), args.workers)
     with outdir.claim(out, "sweep"):
         return _sweep(args, spec, out)
 

@@ -75,6 +75,47 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+#: resident set of one idle local worker process (dask's worker, torch and the package imported):
+#: 4 workers measured 2.3 GB together on the 2-core CI VM, so 600 MiB each
+WORKER_BYTES = 600 * 2**20
+#: local workers per core at most: the tasks are CPU-bound on one thread each, so more only share cores
+WORKERS_PER_CORE = 4
+
+
+def task_bytes(task) -> int:
+    """Estimated peak of one task: building its stack and one forward pass (``numerics.memory``)."""
+    from numerics.memory import simulate_bytes
+    from numerics.spec import DTYPES
+
+    s = task.spec
+    return simulate_bytes(s.T, s.d, s.layers, s.heads, s.P, dtype=DTYPES.get(s.dtype))
+
+
+def check_resources(tasks, workers: int | None) -> None:
+    """Refuse, before a cluster starts, a local cluster the machine cannot hold: more than
+    :data:`WORKERS_PER_CORE` workers per core, or workers × (:data:`WORKER_BYTES` + the largest task's
+    estimate) above the memory this process can get (``numerics.memory.check_fits``: host, cgroup,
+    rlimits).  The grid point the estimate comes from is named."""
+    from numerics.memory import check_fits, human
+
+    n = default_workers() if workers is None else workers
+    cap = WORKERS_PER_CORE * default_workers()
+    if n > cap:
+        raise ValueError(f"--workers={n}: more than {cap} ({WORKERS_PER_CORE} per core on {default_workers()} "
+                         "cores); the tasks run one thread each, so extra workers only share the cores")
+    if not tasks:
+        return
+    largest = max(tasks, key=task_bytes)
+    per_task = task_bytes(largest)
+    point = ", ".join(f"{k}={v}" for k, v in largest.point) or "its default stack"
+    where = f"the largest grid point, {largest.claim} at {point}"
+    check_fits(WORKER_BYTES + per_task, what=f"one worker ({human(WORKER_BYTES)}) on {where}",
+               advice="shrink the spec's sizes")  # each worker, under the per-process limits
+    check_fits(min(n, len(tasks)) * (WORKER_BYTES + per_task) + WORKER_BYTES, per_process=False,
+               what=f"--workers={n} local workers ({human(WORKER_BYTES)} each, plus up to {human(per_task)} for {where})",
+               advice="give fewer --workers")
+
+
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, workers: int | None = None):
     """A ``distributed.Client``: to ``scheduler`` if given, else to a fresh ``LocalCluster``."""
@@ -137,6 +178,8 @@ def run_sweep(spec, out, *, client=None, scheduler: str | None = None, workers: 
     """
     from numerics import outdir
 
+    if client is None and scheduler is None:
+        check_resources(expand(spec, device=device), workers)
     with outdir.claim(out, "sweep") as folder:
         return _run_sweep(spec, folder, client, scheduler, workers, resume, device, progress, batch)
 
