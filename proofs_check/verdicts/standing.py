@@ -168,6 +168,8 @@ def summary_rows(ledger: dict) -> list[dict]:
 
             text = short_finding()
             line = f"{line}; {text}" if text else line
+        if c.get("measurement"):
+            line = f"measured in the paper's setting: {c['measurement']['short']}. {line}".strip()
         if c.get("standing_conflict"):
             line = f"[{c['standing_conflict']}] {line}"
         rows.append({"id": c["id"], "kind": get("kind") or "—", "setting": get("setting"), "standing": standing,
