@@ -1,26 +1,30 @@
 """The claims stated at 1x̄ᵀ, measured on a checkpoint's weights at the states its held-out text visits.
 
-A trained or imported checkpoint (``fastslow check --stack``) is judged where a language model runs:
-on windows of the corpus's validation split (``numerics.held_out``), not at the token-homogeneous
-reference, where Claims 2.1–2.4 are identities that hold for any weights.  Each measurement has an
-independent route and a threshold from the claim's own statement:
+A trained or imported checkpoint (``fastslow check --stack``) is judged where a language model runs: on
+windows of the corpus's validation split (``numerics.held_out``), not at the token-homogeneous reference,
+where Claims 2.1–4.1 are identities that hold for any weights.  Each measurement has an independent route
+and a threshold from the claim's own statement (docs/reach.md, "On a checkpoint"):
 
+* **1.1** (an Euler scheme): the weights' depth roughness against the step h (no text needed).
 * **2.1** (every layer factorises along its kernel): per layer, the visited factorised form
-  (``numerics.visited``: the kernels the text visits, the token-wise maps at the token mean) against
-  the layer's jvp; the statement is exact, so the tolerance is float64 rounding of one layer.
+  (``numerics.visited``: the kernels the text visits, the token-wise maps at the token mean) against the
+  layer's jvp; exact at 1x̄ᵀ, so the tolerance is float64 rounding of one layer.
+* **2.2** (the factorisation's conditions): the text's spread and the visited kernels' commutators.
 * **2.3** (J = the product of the factorised layers): the same for the whole stack against its jvp.
-* **2.4** (W_Q, W_K invisible): the Q/K weights' share of the output's parameter derivative,
-  ‖∂f[δθ_QK]‖/‖∂f[δθ_VO]‖ for unit relative tangents (``numerics.reach.qk_share``, forward mode);
-  the statement says 0, so the tolerance is rounding.
+* **2.4** (W_Q, W_K invisible): the Q/K weights' share of the output's parameter derivative (forward mode).
+* **3.1** (saturation depth and its bound): the decaying bundle's size along the visited trajectory
+  against the reference bound.
+* **3.2** (coarse-graining): ‖ΠJ(I − Q)V‖/‖JV‖ by jvp at the text's states.
+* **4.1** (W_Q, W_K invisible): their share of the per-token held-out loss's change, finite differences
+  against forward mode.
 * **4.2** (the cross-block coupling is visible): ∂ℓ_t/∂g_ℓ of the per-token held-out loss by autograd
-  (``numerics.loss_visibility``'s route, with the checkpoint's own readout), visible when the mean
-  loss's derivative exceeds its rounding floor; the tokens of block 0, which the shifted slow path
-  never reaches, are the control (their derivative is 0 to rounding).
+  with the checkpoint's own readout, visible when the mean loss's derivative exceeds its rounding floor;
+  block 0's tokens, which the shifted slow path never reaches, are the control (0 to rounding).
 
-Where the text misses the exact statement by more than rounding the verdict is *conditional*: the claim
-holds on these weights only at the token-homogeneous reference (gates closed), a condition held-out text
-does not meet, and the condition names the number by which the text misses.  Nothing here is evidence
-against the identity at 1x̄ᵀ, which ``check`` verifies.
+Where the text misses an exact statement by more than rounding the verdict is *conditional*: the claim
+holds on these weights only at the reference where it is exact, a condition held-out text does not meet,
+and the condition names the number by which the text misses.  Nothing here is evidence against the
+identity at 1x̄ᵀ, which ``check`` verifies.
 """
 
 from __future__ import annotations
