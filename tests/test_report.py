@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html as html_lib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -308,6 +309,9 @@ window.addEventListener('load', () => {
     drawn: formulas.filter(m => m.getBoundingClientRect().width > 0).length,
     wrapped: formulas.filter(m => m.scrollWidth <= m.clientWidth + 1).length,
     coloured: document.querySelectorAll('td.holds, td.conditional, td.fails, td.na').length,
+    maths: document.querySelectorAll('math').length,
+    mathsDrawn: [...document.querySelectorAll('math')].filter(m => {
+      const r = m.getBoundingClientRect(); return r.width > 0 && r.height > 0; }).length,
   };
   const pre = document.createElement('pre');
   pre.id = 'probe';
@@ -337,7 +341,42 @@ def test_report_in_headless_chromium(canned, tmp_path):
     assert probe["formulas"] == 3 and probe["drawn"] == 3 and probe["wrapped"] == 3, probe  # no formula overflows
     # summary: status and ledger cells of 2 claims; grid: 6 cells; conditions: 3 status cells; ledger: 2
     assert probe["coloured"] == 2 * 2 + 6 + 3 + 2, probe
-    assert text.index("Summary") < text.index("Claim 2.1:") < text.index("Conditions")
+    maths = (out / "report.html").read_text().count("<math ")  # 3 formulas and the where-definition of φ
+    assert probe["maths"] == maths == 4 and probe["mathsDrawn"] == maths, probe  # MathML laid out natively
+    assert text.index("Abstract") < text.index("Contents") < text.index("Summary") < text.index("Claim 2.1:") \
+        < text.index("Conditions")
+
+
+#: the report's sections shown in docs/report/ (file name → heading id)
+SCREENSHOTS = {"1-abstract.png": None, "2-derivation.png": "claim-3-1", "3-conditions.png": "conditions",
+               "4-figure.png": "claim-2-2"}
+
+
+def section_page(page: str, anchor: str | None) -> str:
+    """The report cut to the section under heading ``anchor`` (the whole page's start for None)."""
+    if anchor is None:
+        return page
+    head, body = page.split("<body>", 1)
+    start = body.index(f'id="{anchor}"')
+    start = body.rindex("<h", 0, start)
+    end = body.find("<h2", start + 4)
+    return f"{head}<body>\n{body[start:end if end > 0 else None]}</body></html>\n"
+
+
+@pytest.mark.skipif(CHROMIUM is None or not os.environ.get("FASTSLOW_SCREENSHOTS"),
+                    reason="set FASTSLOW_SCREENSHOTS=DIR (and FASTSLOW_REPORT=out/report.html) to draw the screenshots")
+def test_screenshots_of_the_report(tmp_path):
+    """``FASTSLOW_SCREENSHOTS=docs/report FASTSLOW_REPORT=out/report.html pytest tests/test_report.py -k screenshots``:
+    the report's first screen, a derivation, the conditions table and a figure, as headless Chromium draws them."""
+    page = Path(os.environ.get("FASTSLOW_REPORT", "out/report.html")).read_text()
+    folder = Path(os.environ["FASTSLOW_SCREENSHOTS"])
+    for name, anchor in SCREENSHOTS.items():
+        cut = tmp_path / f"{name}.html"
+        cut.write_text(section_page(page, anchor))
+        subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                        "--hide-scrollbars", "--window-size=1280,1100", "--virtual-time-budget=10000",
+                        f"--screenshot={folder / name}", cut.as_uri()], capture_output=True, timeout=180, check=True)
+        assert (folder / name).stat().st_size > 20_000, f"{name}: a blank page"
 
 
 # ----------------------------------------------------------------------------- no Python reprs reach a reader
