@@ -237,6 +237,21 @@ def validate_stack(**kwargs) -> StackParams:
 SPEC_DTYPES = ("float64", "float32")
 #: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
 KNOBS = tuple(StackKnobs.model_fields)
+
+
+def knob_kinds(model: type[BaseModel] = StackKnobs) -> dict[str, str]:
+    """Each knob's JSON Schema type (integer, number, string or boolean; None allowed or not), read off
+    the declaration: what a command-line option parses and a Parquet column stores."""
+    out = {}
+    for name, prop in model.model_json_schema()["properties"].items():
+        kinds = [p["type"] for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
+        out[name] = kinds[0]
+    return out
+
+
+def knob_flag(name: str) -> str:
+    """The command-line option of knob ``name``: ``value_scale`` -> ``--value-scale``."""
+    return "--" + name.replace("_", "-")
 SpecDtype = one_of(SPEC_DTYPES)
 
 

@@ -515,3 +515,79 @@ def test_the_declared_spec_fields_are_the_spec_dataclass_fields():
     assert [f.name for f in fields(StackSpec)] == list(StackSpecModel.model_fields)
     with pytest.raises(ValueError, match="colour is not a parameter here"):
         _validate(StackSpecModel, {**StackSpec().as_dict(), "colour": 1})
+
+
+# ------------------------------------------------------------------ one declaration of the knobs
+def _simulate_parser():
+    from proofs_check.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
+    return sub.choices["simulate"]
+
+
+def test_every_place_that_names_the_knobs_reads_them_from_stack_knobs():
+    """StackKnobs is the one declaration: random_stack's keyword parameters, StackConfig's fields,
+    the simulate options, the sweep's axes, the Parquet columns and their types are derived from it
+    (or equal to it, for a signature)."""
+    import inspect
+
+    import pyarrow as pa
+
+    from numerics.params import KNOBS, StackKnobs, knob_flag, knob_kinds
+    from proofs_check.sweep import spec as sweep_spec
+    from proofs_check.sweep import store
+
+    assert set(KNOBS) == set(StackKnobs.model_fields)
+    params = inspect.signature(S.random_stack).parameters
+    sizes = {"T", "d", "layers", "heads", "kernel", "P", "seed", "dtype", "device", "arch", "arch_options"}
+    assert set(params) - sizes == set(KNOBS)
+    assert {k: params[k].default for k in KNOBS} == {k: f.default for k, f in StackKnobs.model_fields.items()}
+    assert {f.name for f in dataclasses.fields(S.StackConfig)} - sizes == set(KNOBS)
+    flags = {s for a in _simulate_parser()._actions for s in a.option_strings}
+    assert {knob_flag(k) for k in KNOBS} <= flags
+    assert set(sweep_spec.KNOBS) == set(KNOBS) and set(KNOBS) <= set(sweep_spec.AXES)
+    parquet = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
+    assert {k: store.FIXED[k] for k in KNOBS} == {k: parquet[kind] for k, kind in knob_kinds().items()}
+
+
+def test_a_new_knob_gets_its_simulate_option_from_the_declaration():
+    """Control: a model with one more knob yields one more option, typed and defaulted from its field."""
+    import argparse
+
+    from pydantic import Field
+
+    from numerics.params import StackKnobs
+    from proofs_check.cli.simulate import add_knob_flags
+
+    class MoreKnobs(StackKnobs):
+        temperature: float = Field(2.5, description="a throwaway knob")
+
+    p = argparse.ArgumentParser()
+    add_knob_flags(p, MoreKnobs)
+    args = p.parse_args(["--temperature", "0.5", "--attn-bias", "--block-size", "4"])
+    assert (args.temperature, args.attn_bias, args.block_size, args.gate) == (0.5, True, 4, 0.0)
+    assert p.parse_args([]).temperature == 2.5
+    base = argparse.ArgumentParser()
+    add_knob_flags(base)
+    with pytest.raises(SystemExit):
+        base.parse_args(["--temperature", "0.5"])
+
+
+def test_a_sweep_rows_simulate_command_rebuilds_its_knobs():
+    """The worst case's ``fastslow simulate`` line, parsed by simulate's own options, gives back every
+    knob of the row: the knobs simulate had no option for (step, activation, attn_bias, ...) included."""
+    import shlex
+
+    from numerics.params import KNOBS, StackKnobs
+    from proofs_check.cli.simulate import knobs
+    from proofs_check.sweep.summary import simulate_command
+
+    row = {"arch": "preln", "T": 8, "P": 4.0, "d": 8, "layers": 2, "heads": 2, "kernel": "causal", "seed": 3,
+           **{k: f.default for k, f in StackKnobs.model_fields.items()},
+           "gate": 0.25, "step": 1.0, "activation": "gelu_new", "attn_bias": True, "ln_eps": 1e-6,
+           "block_size": 2.0, "weight_path": "smooth", "mlp_ratio": 2}
+    line = simulate_command(row)
+    args = _simulate_parser().parse_args(shlex.split(line)[2:])
+    assert knobs(args) == {k: (int(row[k]) if k == "block_size" else row[k]) for k in KNOBS}
+    assert (args.T, args.P, args.seed) == (8, 4, 3)
+    assert simulate_command({**row, "arch": "mhc"}) is None

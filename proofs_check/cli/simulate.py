@@ -3,8 +3,33 @@ trajectory, certify the gate bound (``proofs_check.experiments.simulate``)."""
 
 from __future__ import annotations
 
+import argparse
+
+from numerics.params import KNOBS, StackKnobs, knob_flag, knob_kinds
 from proofs_check.cli.options import (add_device, add_json, add_no_progress, add_seed, ascii_float, ascii_int,
                                       memory_size, scale_preset, seed, table_stream)
+
+#: how an option of each JSON Schema type parses its text
+PARSERS = {"integer": ascii_int, "number": ascii_float, "string": str}
+
+
+def add_knob_flags(p, model=StackKnobs) -> None:
+    """One option per knob of ``model`` (``numerics.params.StackKnobs``: the one declaration of the
+    stack's knobs), named by ``knob_flag``, typed by the knob's schema type, with its default and
+    description; a boolean knob is ``--name`` / ``--no-name``."""
+    for name, kind in knob_kinds(model).items():
+        info = model.model_fields[name]
+        text = f"{info.description or name.replace('_', ' ')} (default {info.default})"
+        if kind == "boolean":
+            p.add_argument(knob_flag(name), dest=name, action=argparse.BooleanOptionalAction, default=info.default,
+                           help=text)
+        else:
+            p.add_argument(knob_flag(name), dest=name, type=PARSERS[kind], default=info.default, help=text)
+
+
+def knobs(args) -> dict:
+    """The knobs the parsed options set, by name."""
+    return {name: getattr(args, name) for name in KNOBS}
 
 
 def add_parser(sub) -> None:
@@ -18,12 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--kernel", default="causal", help="causal | full | alibi | block (default causal)")
     p.add_argument("--scale", metavar="PRESET", type=scale_preset,
                    help="take T, d, layers and heads from a preset (toy, ci, gpt2-small, gpt2-medium, gpt2-large)")
-    p.add_argument("--slow-kernel", default="causal", help="causal (default) | full (v1's unmasked variant)")
-    p.add_argument("--gate", type=ascii_float, default=0.0, help="gate amplitude g of every layer (default 0)")
-    p.add_argument("--value-scale", type=ascii_float, default=0.0, help="c in W_VO ≈ c·I + noise (default 0)")
-    p.add_argument("--decay", type=ascii_float, default=0.0, help="residual damping α ≥ 0 (default 0)")
-    p.add_argument("--ln-gain", type=ascii_float, default=1.0, help="LN gains γ ≈ this (default 1)")
-    p.add_argument("--weight-scale", type=ascii_float, default=1.0, help="scale of the random weights (default 1)")
+    add_knob_flags(p)
     p.add_argument("--strict", action="store_true",
                    help="error (exit 2) when --gate exceeds the certified gate bound g* (default: a warning)")
     p.add_argument("--no-certificate", dest="certificate", action="store_false",
@@ -47,10 +67,9 @@ def run(args) -> int:
 
         args.T, args.d, args.layers, args.heads = SIZES[args.scale]
     summary = simulate(T=args.T, P=args.P or None, d=args.d, layers=args.layers, heads=args.heads,
-                       kernel=args.kernel, gate=args.gate, seed=seed(args), device=args.device,
-                       slow_kernel=args.slow_kernel, value_scale=args.value_scale, decay=args.decay,
-                       strict=args.strict, ln_gain=args.ln_gain, weight_scale=args.weight_scale,
-                       certificate=args.certificate, max_memory=args.max_memory, progress=not args.no_progress)
+                       kernel=args.kernel, seed=seed(args), device=args.device, strict=args.strict,
+                       certificate=args.certificate, max_memory=args.max_memory, progress=not args.no_progress,
+                       **knobs(args))
     print(format_summary(summary), file=table_stream(args))
     if args.json:
         write_json(args.json, summary)

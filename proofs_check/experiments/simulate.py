@@ -10,12 +10,13 @@ from numerics import random_stack
 from proofs_check.validation import validate_simulate
 
 
-def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str, gate: float,
-             seed: int, device: str = "auto", slow_kernel: str = "causal", value_scale: float = 0.0,
-             decay: float = 0.0, batch: int = 1, strict: bool = False,
-             ln_gain: float = 1.0, weight_scale: float = 1.0, max_memory: int | None = None,
-             certificate: bool = True, progress: bool = True) -> dict:
+def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str, seed: int,
+             device: str = "auto", batch: int = 1, strict: bool = False, max_memory: int | None = None,
+             certificate: bool = True, progress: bool = True, **knobs) -> dict:
     """Run one random input through a random stack; return a JSON-ready summary.
+
+    ``knobs`` are ``random_stack``'s (``numerics.params.StackKnobs``: gate, value_scale, decay, ...),
+    passed through unchanged; an unknown one is refused by name.
 
     The summary holds input/output norms, the reference trajectory's homogeneity
     error (max |stack(1x̄ᵀ) − 1x̄_Lᵀ|, which must be at float64 rounding level when
@@ -31,14 +32,11 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
     including the memory every stage of the run needs (the certificate included, when it runs)
     against the available memory or ``max_memory`` bytes (``numerics.memory.run_bytes``).
     """
-    validate_simulate(T=T, P=P, d=d, layers=layers, heads=heads, kernel=kernel, gate=gate, seed=seed,
-                      device=device, slow_kernel=slow_kernel, value_scale=value_scale, decay=decay,
-                      batch=batch, strict=strict, ln_gain=ln_gain, weight_scale=weight_scale,
-                      max_memory=max_memory, certificate=certificate)
+    validate_simulate(T=T, P=P, d=d, layers=layers, heads=heads, kernel=kernel, seed=seed, device=device,
+                      batch=batch, strict=strict, max_memory=max_memory, certificate=certificate, **knobs)
     start = time.perf_counter()
-    stack = random_stack(T, d, layers, heads, kernel, P=P, gate=gate, seed=seed, device=device,
-                         slow_kernel=slow_kernel, value_scale=value_scale, decay=decay,
-                         ln_gain=ln_gain, weight_scale=weight_scale)
+    stack = random_stack(T, d, layers, heads, kernel, P=P, seed=seed, device=device, **knobs)
+    gate = stack.config.gate
     built = time.perf_counter()
     dev = next(stack.parameters()).device
     gen = torch.Generator().manual_seed(seed + 1)
@@ -47,8 +45,9 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
         y = stack(x)
         ran = time.perf_counter()
         if not bool(torch.isfinite(y).all()):
+            cfg = stack.config
             raise ValueError(f"the forward pass overflowed (non-finite output) with gate={gate}, "
-                             f"value_scale={value_scale}, weight_scale={weight_scale}, decay={decay}: "
+                             f"value_scale={cfg.value_scale}, weight_scale={cfg.weight_scale}, decay={cfg.decay}: "
                              "reduce them")
         summary = {
             "config": stack.config.as_dict(),

@@ -34,23 +34,21 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from numerics.params import KNOBS
+from numerics.params import knob_kinds
 
 SCHEMA_FILE = "00-schema.parquet"
+#: the Parquet type of a knob of each JSON Schema type (numerics.params.knob_kinds)
+COLUMN_TYPES = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
 STACK_COLUMNS = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype", "device", "checkpoint")
 FIXED = {"row_key": pa.string(), "sweep": pa.string(), "spec_hash": pa.string(), "source": pa.string(),
          "claim": pa.string(), "point": pa.string(),
          "seed": pa.int64(), "arch": pa.string(), "kernel": pa.string(), "T": pa.int64(), "P": pa.int64(),
          "d": pa.int64(), "layers": pa.int64(), "heads": pa.int64(), "dtype": pa.string(),
          "device": pa.string(), "checkpoint": pa.string(), "arch_options": pa.string(),
-         "gate": pa.float64(), "mlp_ratio": pa.int64(), "weight_path": pa.string(), "slow_kernel": pa.string(),
-         "block_size": pa.int64(), "value_scale": pa.float64(), "weight_scale": pa.float64(),
-         "decay": pa.float64(), "ln_gain": pa.float64(), "step": pa.float64(), "activation": pa.string(),
-         "ln_eps": pa.float64(), "attn_bias": pa.bool_(),
+         **{name: COLUMN_TYPES[kind] for name, kind in knob_kinds().items()},
          "verdict": pa.string(), "error": pa.float64(), "tolerance": pa.float64(), "error_ratio": pa.float64(),
          "condition": pa.string(), "reason": pa.string(), "counterexample": pa.string(),
          "seconds": pa.float64(), "worker": pa.string(), "version": pa.string()}
-assert set(KNOBS) <= set(FIXED), "every random_stack knob has a typed column"
 
 
 def _json(value) -> str:

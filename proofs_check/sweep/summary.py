@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
+
+from numerics.params import knob_flag, knob_kinds
 from proofs_check.sweep.grid import knob_defaults
 from proofs_check.verdicts.vocabulary import StackVerdict
 
@@ -22,9 +25,6 @@ CONFIDENCE = 0.95
 #: the worst case: fails, then conditional, then the largest error; n/a and error rows are never it
 RANK = {StackVerdict.FAILS: 2, StackVerdict.CONDITIONAL: 1, StackVerdict.HOLDS: 0}
 JUDGED = tuple(RANK)
-#: random_stack knobs that ``fastslow simulate`` takes as options (knob -> flag).
-SIMULATE_FLAGS = {"gate": "--gate", "value_scale": "--value-scale", "decay": "--decay", "ln_gain": "--ln-gain",
-                  "weight_scale": "--weight-scale", "slow_kernel": "--slow-kernel"}
 
 
 def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -38,20 +38,29 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
 
 def simulate_command(row: dict) -> str | None:
     """The ``fastslow simulate`` line that rebuilds a row's stack, or None when simulate cannot express
-    it (an architecture variant, or a knob simulate has no option for)."""
-    defaults = knob_defaults()
-    if row["arch"] != "preln" or any(not _missing(row.get(k)) and row.get(k) != defaults[k]
-                                     for k in defaults if k not in SIMULATE_FLAGS):
+    it (an architecture variant: simulate draws pre-LN stacks).  Every knob is a simulate option
+    (``numerics.params.knob_flag``); those at their defaults are left out."""
+    if row["arch"] != "preln":
         return None
+    defaults = knob_defaults()
     parts = ["fastslow simulate", f"--T {row['T']}", f"--P {0 if _missing(row['P']) else int(row['P'])}",
              f"--d {row['d']}", f"--layers {row['layers']}", f"--heads {row['heads']}",
              f"--kernel {row['kernel']}"]
-    for knob, flag in SIMULATE_FLAGS.items():
+    for knob, default in defaults.items():
         value = row.get(knob)
-        if not _missing(value) and value != defaults[knob]:
-            parts.append(f"{flag} {value}")
+        if _missing(value) or value == default:
+            continue
+        if isinstance(value, (bool, np.bool_)):
+            parts.append(knob_flag(knob) if value else "--no-" + knob_flag(knob)[2:])
+        else:
+            parts.append(f"{knob_flag(knob)} {int(value) if _is_integral_knob(knob) else value}")
     parts.append(f"--seed {row['seed']}")
     return " ".join(parts)
+
+
+def _is_integral_knob(knob: str) -> bool:
+    """A Parquet column of an optional integer knob reads back as float (NaN for None): print it as an int."""
+    return knob_kinds()[knob] == "integer"
 
 
 def _missing(value) -> bool:
