@@ -117,6 +117,31 @@ def layer_errors(stack, X: torch.Tensor, V: torch.Tensor) -> list[float]:
     return out
 
 
+def kernel_commutators(stack, X: torch.Tensor, pairs: int, seed: int) -> list[float]:
+    """Claim 2.2(c) at the visited states of X: ‖A_iA_j − A_jA_i‖_F/(‖A_i‖_F‖A_j‖_F) for ``pairs`` seeded pairs
+    (i ≠ j) of the attention matrices of every layer and head along the trajectory from X (0 when every
+    kernel is the one frozen kernel, as at 1x̄ᵀ)."""
+    base = plain(stack)
+    with torch.no_grad():
+        states = base.trajectory(X)
+    kernels = torch.cat([visited_kernels(layer, states[ell]) for ell, layer in enumerate(base.layers)])
+    g = torch.Generator().manual_seed(seed)
+    drawn = torch.randint(kernels.shape[0], (pairs, 2), generator=g).tolist()
+    return [float((kernels[i] @ kernels[j] - kernels[j] @ kernels[i]).norm() / (kernels[i].norm() * kernels[j].norm()))
+            for i, j in drawn if i != j]
+
+
+def pooled_leak(stack, X: torch.Tensor, V: torch.Tensor, P: int) -> float:
+    """Claim 3.2(a) at the state X: ‖Π J(X)(I − Q)V‖/‖J(X)V‖ pooled over the probes V (k, T, d), J V by jvp of
+    the stack, Π the pooling of blocks of P and Q = Π⁺Π (0 at 1x̄ᵀ for kernels that leave ker Π invariant)."""
+    from numerics.coarse_graining import pooling
+
+    base = plain(stack)
+    Pi, _, Q = pooling(V.shape[-2], P, V.dtype, V.device)
+    with _unchecked(base):
+        return _ratio(Pi @ mf.stack_jvp(base, X, V - Q @ V), mf.stack_jvp(base, X, V))
+
+
 def _ratio(num: torch.Tensor, den: torch.Tensor) -> float:
     return float(num.norm() / den.norm().clamp_min(torch.finfo(den.dtype).tiny))
 

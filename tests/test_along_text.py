@@ -119,3 +119,52 @@ def test_gate_reaches_block_zero_under_the_full_kernel():
     floor = mf.rounding_tolerance(8, 8, 2, F64) * float(D.abs().max())
     assert float(D[:P].abs().max()) > 1e6 * floor
     assert math.isfinite(float(D.abs().max()))
+
+
+def test_kernel_commutators_vanish_at_the_reference_and_not_on_text():
+    """2.2(c) at 1x̄ᵀ every visited kernel is the frozen causal kernel, so every commutator is rounding
+    (T·u relative for T×T products of entries ≤ 1); at a spread state the heads' kernels differ."""
+    T, d = 8, 8
+    stack = random_stack(T=T, d=d, layers=2, heads=2, kernel="causal", seed=0, dtype=F64)
+    xbar = random_xbar(d, 0).to(F64)
+    at_ref = VI.kernel_commutators(stack, xbar.expand(T, d).clone(), 16, 0)
+    assert at_ref and max(at_ref) <= 4 * T * torch.finfo(F64).eps
+    Z = torch.randn(T, d, generator=torch.Generator().manual_seed(1), dtype=F64)
+    assert max(VI.kernel_commutators(stack, xbar.expand(T, d) + Z, 16, 0)) > 1e-3
+
+
+@pytest.mark.parametrize("kernel", ["full", "block"])
+def test_pooled_leak_is_exact_at_the_reference_for_kernels_that_keep_ker_pi(kernel):
+    """3.2(a): ΠJ(I − Q) = 0 at 1x̄ᵀ for the full and block kernels (to the rounding of J·V); the causal
+    kernel leaks there by exactly ‖ΠJ_fact(I − Q)V‖/‖J_fact V‖, J_fact the generated polynomial form
+    (``numerics.matrix_free.JacobianAction``): the control, predicted without autograd."""
+    from numerics.coarse_graining import pooling
+
+    T, d, L, P = 8, 8, 3, 4
+    V = mf.probes(2, T, d, seed=3)
+    xbar = random_xbar(d, 2).to(F64)
+    X = xbar.expand(T, d).clone()
+    stack = random_stack(T=T, d=d, layers=L, heads=2, kernel=kernel, block_size=P, seed=2, dtype=F64)
+    tol = mf.rounding_tolerance(T, d, L, F64, stack.config.mlp_ratio)
+    assert VI.pooled_leak(stack, X, V, P) <= tol
+    causal = random_stack(T=T, d=d, layers=L, heads=2, kernel="causal", seed=2, dtype=F64)
+    Pi, _, Q = pooling(T, P, F64)
+    action = mf.JacobianAction(causal, xbar)
+    predicted = VI._ratio(Pi @ action(V - Q @ V), action(V))
+    assert predicted > 1e-2
+    assert abs(VI.pooled_leak(causal, X, V, P) - predicted) <= tol * (1 + predicted)
+
+
+def test_depth_roughness_of_iid_layers_is_sqrt2():
+    """1.1 on weights: independently drawn layers change by √2 per layer (‖a − b‖² = ‖a‖² + ‖b‖² for
+    independent zero-mean draws of equal size; relative fluctuation ≈ 1/√(#entries) ≲ 0.1 at d = 16), far above
+    the step h = 1/L, so the Euler reading is conditional; a smooth weight path changes by far less."""
+    from numerics.spec import StackSpec
+
+    spec = StackSpec(T=4, d=16, layers=8, heads=2, kernel="causal", seed=0)
+    v = along_text.depth_roughness(spec)
+    assert v.status == "conditional" and v.tolerance == pytest.approx(1 / 8)
+    for g, r in v.measured["roughness"].items():
+        assert abs(r - math.sqrt(2)) <= 0.15, (g, r)
+    smooth = along_text.depth_roughness(spec.with_(knobs={"weight_path": "smooth"}))
+    assert smooth.error < 0.5 * v.error

@@ -295,12 +295,8 @@ def kernel_conditions(spec) -> Verdict:
     h = text(spec)
     base = VI.plain(h.stack)
     states = h.states()
-    kernels = torch.cat([VI.visited_kernels(layer, states[ell, 0]) for ell, layer in enumerate(base.layers)])
-    n = kernels.shape[0]
-    g = torch.Generator().manual_seed(PROBE_SEED)
-    pairs = torch.randint(n, (COMMUTATOR_PAIRS, 2), generator=g)
-    comm = [R.pooled_ratio(kernels[i] @ kernels[j] - kernels[j] @ kernels[i], kernels[i]) / float(kernels[j].norm())
-            for i, j in pairs.tolist() if i != j]
+    comm = VI.kernel_commutators(base, h.X0[0], COMMUTATOR_PAIRS, PROBE_SEED)
+    n = len(base.layers) * base.config.heads
     desc = _describe(h, states)
     violation = max(desc["spread_mean"], max(comm, default=0.0))
     measured = {"text": desc, "kernel_commutator_max": max(comm, default=0.0), "kernels": n,
@@ -312,18 +308,11 @@ def kernel_conditions(spec) -> Verdict:
 def coarse_residual(spec) -> Verdict:
     """3.2(a) along held-out text: ‖Π J(X)(I − Q)V‖/‖J(X)V‖ at the text's states (J V by jvp of the stack;
     Π pooling blocks of P, Q = Π⁺Π), 0 at 1x̄ᵀ for kernels that leave ker Π invariant."""
-    from numerics.coarse_graining import pooling
-
     h = text(spec)
     base = VI.plain(h.stack)
     P = base.config.P or next(p for p in (COARSE_P, 4, 2, 1) if spec.T % p == 0)
-    Pi, _, Q = pooling(spec.T, P, torch.float64)
     V = mf.probes(PROBES, spec.T, spec.d, seed=PROBE_SEED)
-    W = V - Q @ V
-    res = []
-    with VI._unchecked(base):
-        for w in range(h.X0.shape[0]):
-            res.append(R.pooled_ratio(Pi @ mf.stack_jvp(base, h.X0[w], W), mf.stack_jvp(base, h.X0[w], V)))
+    res = [VI.pooled_leak(base, h.X0[w], V, P) for w in range(h.X0.shape[0])]
     measured = {"text": _describe(h, h.states()), "P": P, "residuals": res, "route": "jvp of the stack"}
     return _judged("3.2", spec, max(res), _rounding(spec, spec.layers), measured, {"residual": 0.0},
                    "the pooled flow leaks from within-block deviations, ‖ΠJ(I − Q)V‖/‖JV‖ =",
