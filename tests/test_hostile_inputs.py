@@ -230,6 +230,8 @@ CLI: list[Case] = [
     Case(["check", "--scale", "toy", "--stack", "ck"], 2, "--stack ck cannot go with --scale toy"),
     Case(["check", "--dtype", "float32", "--claim", "1.1"], 2, "--dtype float32 needs --scale"),
     Case(["train", "--tokens", str(10**12), "--no-progress", "--out", "ck"], 2, "--tokens=1000000000000"),
+    Case(["train", "--batch", "100000000", "--T", "16", "--no-progress", "--out", "ck"], 2,
+         "training with --batch=100000000 --T=16"),
     Case(["mutate", "--workers", "0", "--theory-only"], 2, "--workers"),
     Case(["train", "--experiment", "7.3", "--seeds", "0", "0", "0", "0", "0", "--out", "o", "--no-progress"], 2,
          "seed 0 given more than once"),

@@ -129,3 +129,20 @@ def test_a_local_sweep_cluster_is_sized_against_the_cgroup_limit(tmp_path, monke
     too_many = WORKERS_PER_CORE * default_workers() + 1
     with pytest.raises(ValueError, match=rf"--workers={too_many}: more than"):
         check_resources(tasks, too_many)
+
+
+def test_training_is_sized_with_its_batch_not_only_its_stack(tmp_path, monkeypatch):
+    """``train`` used to estimate building the stack only; a batch that needs 3.4 GB (measured 3.55 GB)
+    is refused under a 2 GiB cgroup limit, naming --batch; a small batch is accepted, and two 7.3 runs in
+    parallel are sized together."""
+    from proofs_check.experiments.train import TextConfig, check_training_fits
+
+    _fake_cgroup(tmp_path, monkeypatch, "0::/job\n", {"cgroup.controllers": "memory\n",
+                                                       "job/memory.max": str(2 * GiB), "job/memory.current": "0"})
+    big = TextConfig(batch=20000, T=16, d=32, layers=2, heads=2)
+    with pytest.raises(ValueError, match=r"training with --batch=20000 --T=16 .* cgroup memory limit"):
+        check_training_fits(big)
+    half = TextConfig(batch=10000, T=16, d=32, layers=2, heads=2)
+    check_training_fits(half)
+    with pytest.raises(ValueError, match=r"in 2 processes .* or --workers"):
+        check_training_fits(half, copies=2)

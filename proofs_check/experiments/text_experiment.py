@@ -93,6 +93,9 @@ def run(cache_dir: str | Path, cfg: TextConfig = TEXT_73, seeds=SEEDS, *, worker
                          "once; one seed is one run, counted once (give distinct seeds)")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"--workers={workers!r} must be a positive integer")
+    from proofs_check.experiments.train import check_training_fits
+
+    check_training_fits(run_config(cfg, "coupled", seeds[0]), copies=min(workers, 2 * len(seeds)))
     key = experiment_key(cfg, seeds)
     folder = Path(cache_dir) / "text_7_3" / key
     jobs = [(run_config(cfg, arm, seed), folder / run_config(cfg, arm, seed).label(), progress)

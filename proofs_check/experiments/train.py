@@ -118,6 +118,30 @@ def package_version() -> str:
         return "unknown"
 
 
+def training_estimate(cfg: TextConfig) -> int:
+    """Estimated peak bytes of training ``cfg`` (``numerics.memory.training_bytes``)."""
+    import torch
+
+    from numerics.corpus import VOCAB
+    from numerics.memory import training_bytes
+
+    return training_bytes(cfg.T, cfg.d, cfg.layers, cfg.heads, cfg.P if cfg.arch == "hierarchical" else None,
+                          batch=cfg.batch, vocab=VOCAB, eval_batch=cfg.eval_windows,
+                          dtype=torch.float32 if cfg.dtype == "float32" else torch.float64)
+
+
+def check_training_fits(cfg: TextConfig, device: str = "cpu", copies: int = 1) -> None:
+    """Refuse, before any work, a training run (``copies`` at once) that does not fit in memory."""
+    from numerics.memory import check_fits
+
+    what = (f"training with --batch={cfg.batch} --T={cfg.T} --d={cfg.d} --layers={cfg.layers} --heads={cfg.heads}"
+            + (f" in {copies} processes" if copies > 1 else ""))
+    advice = "lower --batch, --T, --d or --layers" + (" or --workers" if copies > 1 else "")
+    check_fits(training_estimate(cfg), what=what, device=device, advice=advice)
+    if copies > 1:
+        check_fits(copies * training_estimate(cfg), what=what, device=device, per_process=False, advice=advice)
+
+
 def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progress: bool = True,
                stop_after: int | None = None, checkpoint_every: int | None = None,
                threads: int | None = None, monitor=None) -> dict:
@@ -128,6 +152,7 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
     files that are not this checkpoint's is refused (InvalidInput naming ``--out``)."""
     from numerics import checkpoint as ckpt
 
+    check_training_fits(cfg, device)
     with ckpt.claim(out, name="--out"):
         return _train_text(cfg, out, device=device, progress=progress, stop_after=stop_after,
                            checkpoint_every=checkpoint_every, threads=threads, monitor=monitor)
