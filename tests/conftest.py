@@ -41,3 +41,24 @@ if os.environ.get("FASTSLOW_MUTANT"):
     from proofs_check.mutation.hand_written_theory import install
 
     install(os.environ["FASTSLOW_MUTANT"])
+
+# The family property tests: the eigen-solves, SVDs and products whose rounding depends on the maths
+# library's code path. CI runs them a second time under MKL_CBWR=AVX512 (`-m linalg`), so both vendors'
+# branches of MKL are exercised on whichever x86 processor CI lands on.
+LINALG_MODULES = frozenset({
+    "test_coarse_graining.py", "test_factorisation.py", "test_stability.py", "test_gate_bounds.py",
+    "test_depth_slow_manifold.py", "test_slow_manifold.py", "test_jacobians.py", "test_matrix_free.py",
+    "test_depth_flow.py", "test_visibility.py", "test_saturation_quotient.py", "test_depth_clock_scale.py",
+})
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "linalg: a family property test whose rounding depends on the LAPACK/BLAS code path")
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        if item.path.name in LINALG_MODULES:
+            item.add_marker(pytest.mark.linalg)
