@@ -191,3 +191,28 @@ def test_a_killed_writer_in_an_owned_folder_leaves_a_temporary_the_next_claim_re
     with outdir.claim(out, "sweep"):
         pass
     assert list(out.rglob("*.tmp")) == []
+
+
+def test_figures_out_refuses_a_folder_of_user_files_and_leaves_them(tmp_path, capsys):
+    """docs/cli.md promises it: figures --out claims its folder; a user's stability_region.png there was
+    overwritten before.  Refused with exit 2 naming the file, before any figure is drawn."""
+    out = tmp_path / "paper"
+    out.mkdir()
+    mine = out / "stability_region.png"
+    mine.write_bytes(b"my own plot")
+    assert main(["figures", "--only", "stability_region", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--out" in err and "stability_region.png" in err and "did not write" in err
+    assert mine.read_bytes() == b"my own plot" and sorted(p.name for p in out.iterdir()) == ["stability_region.png"]
+
+
+def test_figures_accepts_the_figures_folder_of_a_reproduce_run(tmp_path):
+    from proofs_check.cli.figures import _reproduce_figures
+
+    with outdir.claim(tmp_path / "out", "reproduce"):
+        (tmp_path / "out" / "figures").mkdir()
+        (tmp_path / "out" / "figures" / "a.png").write_bytes(b"\x89PNG")
+    assert _reproduce_figures(tmp_path / "out" / "figures")
+    with outdir.claim(tmp_path / "out" / "figures", "figures", adopt=_reproduce_figures) as folder:
+        assert outdir.owner(folder) == "figures"
+    assert not _reproduce_figures(tmp_path / "elsewhere" / "figures")

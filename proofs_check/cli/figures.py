@@ -32,9 +32,20 @@ def run(args) -> int:
         for name, fig in sorted(figures.items()):
             print(f"{name:32s} claim {fig.claim:4s} {fig.title}")
         return 0
+    from numerics import outdir
+
     ctx = CheckContext(device=args.device, quick=quick(args), seed=seed(args))
-    with silenced(args.no_progress):
+    # claimed like every output folder: a folder of files figures did not write is refused, before any work;
+    # the figures folder of a reproduce run (its figures/) is figures' own kind of output
+    with outdir.claim(args.out, "figures", adopt=_reproduce_figures), silenced(args.no_progress):
         written = render(args.only or None, ctx, Path(args.out), formats=args.format or ("png", "pdf"))
     for name, paths in written.items():
         print(f"{name:32s} " + "  ".join(str(p) for p in paths))
     return 0
+
+
+def _reproduce_figures(folder: Path) -> bool:
+    """The ``figures/`` folder inside a ``fastslow reproduce`` output: written by the same renderer."""
+    from numerics import outdir
+
+    return folder.name == "figures" and outdir.owner(folder.parent) == "reproduce"
