@@ -159,3 +159,66 @@ def test_the_length_check_sees_a_long_module(tmp_path):
     for name, n in files.items():
         (tmp_path / name).write_text("x = 1\n" * n)
     assert long_modules([tmp_path / name for name in files], root=tmp_path) == [f"long.py: {MAX_LINES + 1} lines"]
+
+
+#: proofs_check's sub-packages (and its top-level modules) in layers, lowest first: a module imports
+#: only from its own layer and the layers before it (docs/ARCHITECTURE.md, "Layers inside proofs_check").
+SUBPACKAGE_LAYERS = (
+    ("environment", "extras", "integrity", "progress", "timeouts", "tables", "inputs", "validation"),
+    ("verdicts",),
+    ("sweep",),
+    ("experiments",),
+    ("claims",),
+    ("runners", "mutation"),
+    ("report", "headline"),
+    ("cli", "schemas"),
+)
+#: the back edges that remain, each to be removed as it is fixed (the test below fails on a new one,
+#: and on a listed one that no longer exists)
+KNOWN_BACK_EDGES = frozenset({
+    "proofs_check.experiments.depth_smoothness -> proofs_check.report.document",
+    "proofs_check.experiments.depth_smoothness -> proofs_check.report.markdown",
+    "proofs_check.inputs -> proofs_check.runners.ledger_schema",
+    "proofs_check.runners.reach -> proofs_check.report.document",
+    "proofs_check.runners.reach -> proofs_check.report.markdown",
+    "proofs_check.runners.trained_findings -> proofs_check.report.document",
+    "proofs_check.runners.trained_findings -> proofs_check.report.figures",
+    "proofs_check.runners.trained_findings -> proofs_check.report.markdown",
+    "proofs_check.tables -> proofs_check.report.markdown",
+    "proofs_check.validation -> proofs_check.verdicts.ids",
+    "proofs_check.verdicts.registry -> proofs_check.claims",
+    "proofs_check.verdicts.standing -> proofs_check.experiments.text_experiment",
+})
+
+
+def sublayer(module: str) -> int | None:
+    """The layer of a proofs_check module (None outside proofs_check and for the package itself)."""
+    parts = module.split(".")
+    if parts[0] != "proofs_check" or len(parts) == 1:
+        return None
+    for rank, names in enumerate(SUBPACKAGE_LAYERS):
+        if parts[1] in names:
+            return rank
+    raise AssertionError(f"{module}: proofs_check.{parts[1]} has no layer in SUBPACKAGE_LAYERS")
+
+
+def back_edges(g: dict[str, set[str]]) -> set[str]:
+    """Every import, lazy ones included, from a proofs_check module to a later layer, as 'a -> b'."""
+    return {f"{a} -> {b}" for a, targets in g.items() if sublayer(a) is not None
+            for b in targets if sublayer(b) is not None and sublayer(b) > sublayer(a)}
+
+
+def test_proofs_check_sub_packages_import_down_their_layers():
+    found = back_edges(graph())
+    new, fixed = sorted(found - KNOWN_BACK_EDGES), sorted(KNOWN_BACK_EDGES - found)
+    assert not new, f"{len(new)} imports up proofs_check's layers:\n" + "\n".join(new)
+    assert not fixed, "fixed, remove from KNOWN_BACK_EDGES:\n" + "\n".join(fixed)
+
+
+def test_the_sub_package_check_sees_a_planted_back_edge():
+    """Negative control: the registry importing the CLI is reported."""
+    g = graph()
+    edge = "proofs_check.verdicts.evidence -> proofs_check.cli"
+    assert edge not in back_edges(g)
+    g["proofs_check.verdicts.evidence"] = g["proofs_check.verdicts.evidence"] | {"proofs_check.cli"}
+    assert edge in back_edges(g)
