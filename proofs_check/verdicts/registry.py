@@ -215,6 +215,12 @@ def evaluate(claim_id: str, spec, ctx):
     return entry.evaluate(spec, ctx)
 
 
+def on_device(spec, ctx):
+    """``spec`` on the run's device (``ctx.device``, ``--device``): a claim's default stacks are built where
+    the run was asked to run them."""
+    return spec if spec.device == ctx.device else spec.with_(device=ctx.device)
+
+
 def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
     """The claim on its preln specs, as the ledger's check runs it: ``[(spec, verdict)]`` for the stacks
     that evaluated, and one table row (the stack, its status and the reason) for each that is n/a (the
@@ -222,7 +228,7 @@ def ledger_cases(claim_id: str, ctx) -> tuple[list, list[dict]]:
     (RuntimeError with the summary), so that the ledger records the claim as *error*, not *failed*."""
     cases, unusable = [], []
     entry = CLAIMS[claim_id]
-    for spec in entry.specs("preln", ctx):
+    for spec in map(lambda s: on_device(s, ctx), entry.specs("preln", ctx)):
         v = entry.evaluate(spec, ctx)
         if v.status == StackVerdict.ERROR:
             raise RuntimeError(f"claim {claim_id} on {spec.label()}: {v.reason}")
@@ -247,7 +253,7 @@ def evaluate_arch(claim_id: str, arch: str, ctx) -> Verdict:
     reason = entry.not_applicable_to(arch)
     if reason:
         return Verdict(claim_id, StackVerdict.NA, reason=reason)
-    return combine(claim_id, [entry.evaluate(s, ctx) for s in entry.specs(arch, ctx)])
+    return combine(claim_id, [entry.evaluate(on_device(s, ctx), ctx) for s in entry.specs(arch, ctx)])
 
 
 def _in_order(ids) -> list[str]:

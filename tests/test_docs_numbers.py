@@ -1,0 +1,100 @@
+"""Numbers quoted in docs/ are regenerated here and compared with the quote.
+
+Each entry of ``QUOTES`` ties one passage of a doc (a regular expression that must match exactly once, one
+group per quoted number) to the computation or record that produced it.  A quoted number written with k decimals
+must equal the regenerated value rounded to k decimals (|quoted − value| ≤ ½·10⁻ᵏ, plus 1e-12 for the decimal
+representation); a bound "≤ x" must hold and be the value rounded up to x's last digit (the tightest bound at that
+precision).  A changed computation (a depth off by one moves 6.4's causal exponent from −0.484 to −0.379) or an
+edited number fails here, naming the doc, the passage and both numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _reach_6_4() -> dict:
+    """6.4's reference values: the drawn stacks of its ledger check (seed 0, c = 20, T = 6, d = 8, 16 layers)."""
+    from numerics.spec import StackSpec
+    from numerics.stack import random_xbar
+    from proofs_check.claims.depth_slow_manifold import reach, synthetic_inputs
+
+    out = {}
+    for kernel in ("causal", "full"):
+        spec = StackSpec(T=6, d=8, layers=16, heads=2, kernel=kernel, seed=0, knobs={"value_scale": 20.0})
+        xbar = random_xbar(8, 0)
+        out[kernel] = reach(spec.build(), xbar, synthetic_inputs(6, 0, xbar))
+    c, f = out["causal"], out["full"]
+    return {"exp_causal": c["exponent"], "pred_causal": c["predicted_exponent"], "exp_full": f["exponent"],
+            "pred_full": f["predicted_exponent"], "miss_causal": ("≤", c["max_log_error"]),
+            "miss_full": ("≤", f["max_log_error"]), "depth": c["saturation_depth"], "clock_depth": c["clock_saturation_depth"],
+            "real": ("≤", max(c["real_inputs"]["max_log_error"], f["real_inputs"]["max_log_error"]))}
+
+
+def _alibi_control() -> dict:
+    lam2 = 1 / (1 + math.exp(-3))          # a one-head ALiBi kernel with slope 3: λ₂ = 1/(1 + e^{−3})
+    return {"lam2": lam2, "eps": 1 / (1 - lam2)}
+
+
+def _text_7_3() -> dict:
+    s = json.loads((ROOT / "docs/trained/text-7.3.json").read_text())["summary"]
+    pt = s["paired_t"]
+    return {"gap": pt["mean"], "dz": pt["d_z"], "lo": pt["interval"][0], "hi": pt["interval"][1], "t": pt["t"],
+            "dof": pt["dof"], "p": pt["p"], "old_lo": s["interval"][0], "old_hi": s["interval"][1]}
+
+
+N = r"(−?[0-9]+(?:\.[0-9]+)?)"
+QUOTES = [
+    ("docs/theory.md", "6.4 reference values", _reach_6_4,
+     rf"measured exponent of r_ℓ\(λ₂\) against σ̃_ℓ/σ̃_0 (?P<exp_causal>{N[1:-1]})\s+\(causal, predicted "
+     rf"(?P<pred_causal>{N[1:-1]})\) and (?P<exp_full>{N[1:-1]}) \(full, (?P<pred_full>{N[1:-1]})\); the clock misses "
+     rf"log r by ≤ (?P<miss_causal>{N[1:-1]}) \(causal\) and\s+≤ (?P<miss_full>{N[1:-1]}) \(full\), ℓ\* "
+     rf"(?P<depth>{N[1:-1]}) measured vs (?P<clock_depth>{N[1:-1]}) from the clock \(causal\); at real inputs with "
+     rf"relative\s+spread 0.3 and 1 the distance from \{{1yᵀ\}} within (?P<real>{N[1:-1]}) in log"),
+    ("docs/theory.md", "6.4 ALiBi control", _alibi_control,
+     rf"λ₂ = 1/\(1 \+ e\^{{−3}}\) = (?P<lam2>{N[1:-1]}), ε = (?P<eps>{N[1:-1]})\)"),
+    ("docs/theory.md", "7.3 on text, powered rerun", _text_7_3,
+     rf"mean gap \+(?P<gap>{N[1:-1]}) nats/byte \(coupled lower in 5 of 5 seeds\), Cohen's d_z = (?P<dz>{N[1:-1]}),"
+     rf"\s+99 % interval \[\+(?P<lo>{N[1:-1]}), \+(?P<hi>{N[1:-1]})\], t = (?P<t>{N[1:-1]}) on (?P<dof>{N[1:-1]}) dof, "
+     rf"p = (?P<p>{N[1:-1]}): the coupled arm \*helps\*, unlike the\s+paper's neutral report \(the earlier rule "
+     rf"agrees: \[\+(?P<old_lo>{N[1:-1]}), \+(?P<old_hi>{N[1:-1]})\], helps\)"),
+]
+
+
+def _as_float(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+def agrees(quoted: str, value) -> bool:
+    """The quote is the value at the quote's precision (see the module docstring)."""
+    decimals = len(quoted.split(".")[1]) if "." in quoted else 0
+    half = 0.5 * 10.0 ** -decimals + 1e-12
+    q = _as_float(quoted)
+    if isinstance(value, tuple):           # ("≤", v): a bound, the tightest at the quote's precision
+        v = value[1]
+        return v <= q + 1e-12 and q - v < 2 * half
+    return abs(q - value) <= half
+
+
+@pytest.mark.parametrize("doc, passage, compute, pattern", QUOTES, ids=[q[1] for q in QUOTES])
+def test_quoted_numbers_are_regenerated(doc, passage, compute, pattern):
+    text = (ROOT / doc).read_text()
+    matches = list(re.finditer(pattern, text))
+    assert len(matches) == 1, f"{doc}: the passage '{passage}' occurs {len(matches)} times (expected once)"
+    values = compute()
+    wrong = {k: (q, values[k]) for k, q in matches[0].groupdict().items() if not agrees(q, values[k])}
+    assert not wrong, f"{doc}, {passage}: quoted vs regenerated {wrong}"
+
+
+def test_agreement_rule_refuses_the_off_by_one_exponent():
+    """The negative control: 6.4's causal exponent moved by a depth off by one (−0.379) is not the quoted −0.484,
+    nor is a value one rounding unit away; a bound quoted looser than its value's rounding is refused."""
+    assert agrees("−0.484", -0.48388) and not agrees("−0.484", -0.379) and not agrees("−0.484", -0.4855)
+    assert agrees("0.19", ("≤", 0.185)) and not agrees("0.19", ("≤", 0.1912)) and not agrees("0.30", ("≤", 0.185))
