@@ -33,7 +33,7 @@ def cell_task(cfg_dict: dict, cache: str, device: str = "cpu", windows: int = 8,
     trained = time.perf_counter() - t0
     if train_only:
         return {"config": cfg.as_dict(), "folder": str(folder), "train_seconds": trained}
-    from numerics.depth_study.measures import measure_cell
+    from numerics.depth_study.cell import measure_cell
 
     t1 = time.perf_counter()
     record = measure_cell(cfg, folder, device=device, windows=windows, probes=probes,
