@@ -1,6 +1,7 @@
-"""``check --stack`` on trained hierarchical stacks: the claims stated at the token-homogeneous
-reference are n/a, with the measured spread as the reason, when the trained gates are nonzero;
-they are evaluated when the gates are exactly 0 and on a pre-LN stack.
+"""``check --stack`` on trained hierarchical stacks: nonzero trained gates move the reference off the
+token-homogeneous set (the measured spread, first order in the gates), and the claims stated there are
+measured along held-out text instead (``proofs_check/claims/along_text.py``), gates open or exactly 0,
+and on a pre-LN stack.
 
 The stacks are tiny (d = 4, T = 8, P = 4, 2 layers): each trains in a few seconds on one thread.
 """
@@ -44,7 +45,7 @@ def _built(path):
     return spec, spec.build()
 
 
-def test_nonzero_trained_gates_make_the_homogeneous_claims_na_with_the_measured_spread(hierarchical):
+def test_nonzero_trained_gates_move_the_reference_and_the_homogeneous_claims_run_along_text(hierarchical):
     spec, stack = _built(hierarchical)
     ref = on_stack.reference_spread(stack, random_xbar(spec.d, spec.seed))
     assert all(g != 0.0 for g in ref["gates"]) and len(ref["gates"]) == spec.layers
@@ -52,9 +53,9 @@ def test_nonzero_trained_gates_make_the_homogeneous_claims_na_with_the_measured_
     ledger = run_stack_checks(str(hierarchical), HOMOGENEOUS + OTHERS, progress=False)
     by = {c["id"]: c for c in ledger["claims"]}
     for cid in HOMOGENEOUS:
-        assert by[cid]["status"] == "n/a", (cid, by[cid]["reason"])
-        assert f"spread {ref['spread']:.1e} > {ref['tolerance']:.1e}" in by[cid]["reason"]
-        assert by[cid]["verdict"]["measured"]["reference"] == ref
+        assert by[cid]["status"] in ("holds", "conditional"), (cid, by[cid]["status"], by[cid]["reason"])
+        assert by[cid]["verdict"]["measured"]["form"] == "along held-out text", cid
+    assert by["4.2"]["status"] == "holds"  # the trained gates are visible in the held-out loss
     assert by["1.2"]["status"] == "holds"  # the chain rule holds on any weights
     assert by["5.1"]["status"] != "n/a" and by["5.1"]["verdict"]["error"] is not None
 
@@ -72,7 +73,7 @@ def test_gate_zero_stacks_evaluate_the_homogeneous_claims(hierarchical, tmp_path
     ledger = run_stack_checks(str(path), HOMOGENEOUS, progress=False)
     for c in ledger["claims"]:
         if kind == "preln" and c["id"] == "4.2":  # today's verdict: the claim is about the slow path's gate
-            assert c["status"] == "n/a" and c["reason"].startswith("no slow path")
+            assert c["status"] == "n/a" and "no slow path" in c["reason"]
         else:
             assert c["status"] in ("holds", "conditional"), (c["id"], c["status"], c["reason"])
         assert "reference" not in c["verdict"]["measured"]
