@@ -13,7 +13,7 @@ from numerics import checkpoint as ck
 from numerics import factorisation as nf
 from numerics.spec import StackSpec
 from proofs_check.verdicts import on_stack
-from proofs_check.verdicts.registry import CLAIMS, DENSE_FEATURES
+from proofs_check.verdicts.registry import DENSE_FEATURES
 from proofs_check.experiments import train as T
 from proofs_check.runners.check import CheckContext, run_stack_checks
 from proofs_check.claims.factorisation import conditions, frozen_kernel, qk_invisibility
