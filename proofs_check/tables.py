@@ -2,16 +2,23 @@
 
 :func:`text_table`: a header row, a rule of dashes under each column, then the rows; columns two spaces
 apart, each as wide as its widest cell.  :func:`markdown_table`: a pipe table whose cells are set as
-literal text (``proofs_check.report.markdown.md_escape``: ``|``, ``*``, ``_`` … stay characters) unless
-a cell is :class:`Markdown`, text that is already markdown (:func:`bold`, :func:`code`, a link).
+literal text (:func:`md_escape`: ``|``, ``*``, ``_`` … stay characters) unless a cell is
+:class:`Markdown`, text that is already markdown (:func:`bold`, :func:`code`, a link).
+:func:`md_escape` is also how every page the suite writes (report, findings, summaries) sets ledger text.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 
-from proofs_check.report.markdown import md_escape
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>$|])")
+
+
+def md_escape(text) -> str:
+    """Ledger text as literal markdown: ``g*``, ``θ_ℓ``, ``[1, 2]`` and ``|`` stay characters."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 def _wrapped(text: str, width: int | None) -> list[str]:

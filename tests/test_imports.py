@@ -177,14 +177,10 @@ SUBPACKAGE_LAYERS = (
 #: and on a listed one that no longer exists)
 KNOWN_BACK_EDGES = frozenset({
     "proofs_check.experiments.depth_smoothness -> proofs_check.report.document",
-    "proofs_check.experiments.depth_smoothness -> proofs_check.report.markdown",
     "proofs_check.inputs -> proofs_check.runners.ledger_schema",
     "proofs_check.runners.reach -> proofs_check.report.document",
-    "proofs_check.runners.reach -> proofs_check.report.markdown",
     "proofs_check.runners.trained_findings -> proofs_check.report.document",
     "proofs_check.runners.trained_findings -> proofs_check.report.figures",
-    "proofs_check.runners.trained_findings -> proofs_check.report.markdown",
-    "proofs_check.tables -> proofs_check.report.markdown",
     "proofs_check.validation -> proofs_check.verdicts.ids",
     "proofs_check.verdicts.registry -> proofs_check.claims",
     "proofs_check.verdicts.standing -> proofs_check.experiments.text_experiment",

@@ -192,7 +192,7 @@ def ledger_entry() -> dict | None:
 
 def report_section(entry: dict | None) -> list[str]:
     """The report's paragraph and figure."""
-    from proofs_check.report.markdown import md_escape
+    from proofs_check.tables import md_escape
     from proofs_check.report.document import figure_md
 
     if entry is None:

@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from proofs_check.report.markdown import md_escape
-from proofs_check.report.prose import prose
+from proofs_check.report.prose import plain, prose
 from proofs_check.report.provenance import line as provenance_line, this_run
 from proofs_check.report.typeset import Formula, typeset
-from proofs_check.report.values import MISSING, cell, label, number
-from proofs_check.tables import Markdown, bold, markdown_table
+from proofs_check.report.values import MISSING, cell, label, number, numbers_in_prose
+from proofs_check.tables import Markdown, bold, markdown_table, md_escape
 from proofs_check.verdicts.vocabulary import TONES
 from proofs_check.verdicts.vocabulary import TONES
 
@@ -302,7 +301,8 @@ def _scripts(text: str) -> str:
         return prose(re.sub(r"\\([\\`*_\[\]<>$|])", r"\1", token))
 
     parts = _PROTECTED.split(text)
-    return "".join(part if i % 2 else _SCRIPTED_WORD.sub(word, part) for i, part in enumerate(parts))
+    return "".join(part if i % 2 else _SCRIPTED_WORD.sub(word, plain(numbers_in_prose(part)))
+                   for i, part in enumerate(parts))
 
 
 # ----------------------------------------------------------------------------- HTML

@@ -345,7 +345,7 @@ def _at_text(s: dict, key: str) -> float:
 
 def report_section(entry: dict | None) -> list[str]:
     """The report's section: the statement, one table row per stack and check, the figure."""
-    from proofs_check.report.markdown import md_escape
+    from proofs_check.tables import md_escape
     from proofs_check.report.document import figure_md
     from proofs_check.tables import markdown_table
 

@@ -48,7 +48,7 @@ def report_section(entry: dict | None) -> list[str]:
     """The report's section: the trained stack, the finding, each conditional / failing / n/a claim with
     its condition or reason, and the trained-vs-random figures."""
     from proofs_check.report.figures import load_figures
-    from proofs_check.report.markdown import md_escape
+    from proofs_check.tables import md_escape
     from proofs_check.report.document import figure_md
 
     lines = ["", "## Claims on trained weights", ""]
