@@ -198,15 +198,23 @@ def atomic_path(path: str | os.PathLike):
         with _lock:
             _live_temps.add(tmp)
         try:
-            yield Path(tmp)
+            try:
+                yield Path(tmp)
+            except Exception as exc:
+                _reraise_disk_full(exc, path)
+                raise
             _maybe_crash(number, "after-temp")
             try:
                 mode = stat.S_IMODE(os.stat(path).st_mode)
             except FileNotFoundError:
                 mode = 0o666 & ~_umask()
             os.chmod(tmp, mode)
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
+            try:
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+            except OSError as exc:
+                _reraise_disk_full(exc, path)
+                raise
             _maybe_crash(number, "after-fsync")
             os.replace(tmp, path)
             _maybe_crash(number, "after-rename")
@@ -216,6 +224,29 @@ def atomic_path(path: str | os.PathLike):
                 _live_temps.discard(tmp)
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+#: free bytes below which a failed write is taken for a full disk (a writer such as torch.save reports
+#: ENOSPC as a RuntimeError without its errno)
+DISK_FULL_BYTES = 1 << 20
+
+
+def _reraise_disk_full(exc: BaseException, path: Path) -> None:
+    """Raise ``OSError(ENOSPC, ..., path)`` when ``exc`` is a write that failed because the disk is full:
+    an ENOSPC/EDQUOT OSError, or any error while the target's file system has under
+    :data:`DISK_FULL_BYTES` free.  The CLI reports it in one line naming the file (exit 1)."""
+    import errno
+
+    code = getattr(exc, "errno", None)
+    if code not in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            info = os.statvfs(path.parent)
+        except OSError:
+            return
+        if info.f_bavail * info.f_frsize >= DISK_FULL_BYTES:
+            return
+        code = errno.ENOSPC
+    raise OSError(code, f"{os.strerror(code)} (while writing; nothing was replaced)", str(path)) from exc
 
 
 def _fsync_dir(folder: Path) -> None:

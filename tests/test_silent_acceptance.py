@@ -63,3 +63,31 @@ def test_json_is_strict_non_finite_values_are_null_and_named(tmp_path, capsys):
     assert data == {"mu": None, "rows": [1.0, None], "ok": 2.5}
     note = capsys.readouterr().err
     assert "2 non-finite value(s) written as null" in note and "mu=nan" in note and "rows[1]=inf" in note
+
+
+def test_a_full_disk_during_a_checkpoint_save_is_one_line_naming_the_file(tmp_path, monkeypatch, capsys):
+    """torch.save on a full disk raised a RuntimeError (no errno) and the CLI showed a traceback; now
+    exit 1, one line naming the tensor file, and no temporary left.  The disk is made full by
+    reporting no free blocks (os.statvfs) while torch.save fails as it does on ENOSPC."""
+    import os as _os
+
+    import torch
+
+    from proofs_check.cli import main
+
+    real_statvfs = _os.statvfs
+
+    class Full:
+        f_bavail, f_frsize = 0, 4096
+
+    def failing_save(obj, f, *a, **kw):
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(torch, "save", failing_save)
+    monkeypatch.setattr(_os, "statvfs", lambda p: Full() if str(p).startswith(str(tmp_path)) else real_statvfs(p))
+    out = tmp_path / "ck"
+    code = main(["train", "--d", "8", "--layers", "1", "--heads", "2", "--T", "8", "--tokens", "512", "--batch", "8",
+                 "--eval-every", "4", "--no-progress", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "No space left on device" in err[0] and "weights-" in err[0], err
+    assert [p.name for p in out.rglob("*.tmp")] == []
