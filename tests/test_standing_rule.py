@@ -92,3 +92,18 @@ def test_reconcile_derives_the_standing_from_the_measurement():
     assert S.reconcile(S.VACUOUS, "vacuous", "error") == (S.VACUOUS, "")     # an error moves nothing
     with pytest.raises(ValueError, match="outcome"):
         S.measurement("μ", -0.78, "μ > 0", "")
+
+
+def test_the_grid_never_reads_holds_where_the_measurement_is_negative():
+    """The grid's preln column from the committed ledger: a claim measured failing, absent or vacuous in the
+    paper's setting is *conditional* (verified only in its own setting), never *holds*; control: a claim with
+    no such measurement keeps *holds*."""
+    from proofs_check.runners.grid import preln_cell
+
+    ledger = json.loads(LEDGER.read_text())
+    for record in ledger["claims"]:
+        cell = preln_cell(record)
+        if record.get("paper_setting") in NEGATIVE:
+            assert cell["status"] == "conditional" and record["measurement"]["short"] in cell["condition"]
+    plain = next(c for c in ledger["claims"] if c["id"] == "1.2")
+    assert preln_cell(plain)["status"] == "holds"

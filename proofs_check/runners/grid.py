@@ -24,7 +24,7 @@ import torch
 from proofs_check.verdicts.ids import CLAIM_IDS
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.tables import text_table
-from proofs_check.verdicts.vocabulary import Decision, StackVerdict, words
+from proofs_check.verdicts.vocabulary import Decision, PaperOutcome, StackVerdict, words
 
 STATUSES = words(StackVerdict)
 
@@ -46,7 +46,9 @@ def evaluate(claim: str, arch: str, ctx: CheckContext) -> dict:
 
 
 def preln_cell(entry: dict) -> dict:
-    """A ledger entry as a matrix cell: verified → holds (conditional with a finding), error → error."""
+    """A ledger entry as a matrix cell: verified → holds (conditional with a finding, or where its measurement in
+    the paper's setting shows it failing, absent or vacuous there: it holds only in the check's own setting),
+    error → error."""
     cid = entry["id"]
     ev = {"ledger_status": entry["status"], "numeric": entry.get("numeric") and
           {k: entry["numeric"][k] for k in ("cases", "max_error", "tolerance")},
@@ -56,6 +58,10 @@ def preln_cell(entry: dict) -> dict:
     if entry["status"] == Decision.ERROR:
         return _cell(cid, "preln", StackVerdict.ERROR, entry.get("detail"), ev)
     if entry["status"] == Decision.VERIFIED:
+        shown = entry.get("measurement") or {}
+        if shown.get("outcome") in (PaperOutcome.FAILS, PaperOutcome.ABSENT, PaperOutcome.VACUOUS):
+            return _cell(cid, "preln", StackVerdict.CONDITIONAL,
+                         f"{entry.get('standing')}: {shown.get('short')}; verified only in the check's setting", ev)
         if entry.get("finding"):
             return _cell(cid, "preln", StackVerdict.CONDITIONAL, entry["finding"], ev)
         return _cell(cid, "preln", StackVerdict.HOLDS, None, ev)
