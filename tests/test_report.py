@@ -127,7 +127,8 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("J_LN(z) = diag(γ)/σ", "J<sub>LN</sub>(z) = diag(γ)/σ"),
     ("x**2 and a^{n+1} and b^(-1)", "x² and a<sup>n+1</sup> and b⁻¹"),
     ("θ_ℓ and W_VO", "θ<sub>ℓ</sub> and W<sub>VO</sub>"),
-    ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and (1, 2)"),           # a list of numbers is a vector
+    ("g* and |x| and [1, 2]", "g\\* and \\|x\\| and \\[1, 2\\]"),        # a pair is an interval
+    ("row [1/4, -1/4, 0, 0] and arch='postln'", "row (1/4, −1/4, 0, 0) and arch postln"),  # a vector, no repr
     ("A − QAQ = 0: True; ℓ* None vs None", "A − QAQ = 0; ℓ\\* none vs none"),     # no Python words
     ("ρ = 54981769109387232.00, error 9.99e-16", "ρ \\> 10¹⁵ (vacuous), error 9.99\u202f×\u202f10⁻¹⁶"),
     ("h * k", "h · k"),
@@ -381,9 +382,9 @@ def test_screenshots_of_the_report(tmp_path):
 
 # ----------------------------------------------------------------------------- no Python reprs reach a reader
 REPR = re.compile(r"\b(None|True|False)\b"                       # Python's constants
-                  r"|\[[^\]\n]*,[^\]\n]*\]"                      # a list literal
+                  r"|\[(?![-+−]?[\d.]+, [-+−]?[\d.]+\])[^\]\n]*,[^\]\n]*\]"  # a list literal (an interval [a, b] is maths)
                   r"|\{['\"]"                                    # a dict literal
-                  r"|(?<![\w])'[A-Za-z_][\w ]*'(?![\w])"         # a quoted string
+                  r"|(?<![\w])'[A-Za-z_]\w*'(?![\w])"             # a quoted name (a quoted phrase is prose)
                   r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")          # a snake_case key
 
 
@@ -396,7 +397,7 @@ def python_reprs(page: str) -> list[str]:
 
 
 def test_the_scanner_finds_each_kind_of_repr():
-    page = "<p>ℓ* None vs None; kept True; ['W1', 'alpha']; {'causal': 1}; rel_error; 'causal'</p>"
+    page = "<p>ℓ* None vs None; kept True; ['W1', 'alpha']; {'causal': 1}; rel_error; 'causal'; [0.1, 0.2]</p>"
     assert python_reprs(page) == ["None", "None", "True", "['W1', 'alpha']", "{'", "rel_error", "'causal'"]
     assert python_reprs("<p>see <code>value_scale</code> in docs/sweeps.md and matrix.json</p>") == []
 

@@ -30,13 +30,15 @@ _TIMES = re.compile(r"(?:(?<=[^\W_])|(?<=\)))\*(?=[^\W_]|\()")  # Python's a*b b
 _VERDICT_TAIL = re.compile(r":\s*True\b")                   # "A − QAQ = 0: True": the step's mark says it
 _PY_WORDS = {"True": "yes", "False": "no", "None": "none"}
 _PY_WORD = re.compile(r"(?<![\w'])(True|False|None)(?![\w'])")
-_NUMBER_LIST = re.compile(r"\[((?:\s*[-−]?[\d./e+-]+\s*,)+\s*[-−]?[\d./e+-]+\s*)\]")  # [1/4, -1/4, 0]: a vector
+_NUMBER_LIST = re.compile(r"\[((?:\s*[-−]?[\d./e+-]+\s*,){2,}\s*[-−]?[\d./e+-]+\s*)\]")  # [1/4, -1/4, 0]: a vector
+_KEYWORD = re.compile(r"\b([a-z]\w*)='([^'\n]*)'")  # arch='postln': a keyword argument's repr
 
 
 def plain(text: str) -> str:
     """Python's words out of ledger prose: a trailing ``: True`` dropped, True/False/None as words, a list of
-    numbers as a vector (1/4, −1/4, 0)."""
+    numbers as a vector (1/4, −1/4, 0; a pair [a, b] stays an interval), ``arch='postln'`` as "arch postln"."""
     text = _VERDICT_TAIL.sub("", text)
+    text = _KEYWORD.sub(r"\1 \2", text)
     text = _NUMBER_LIST.sub(lambda m: "(" + m.group(1).replace("-", MINUS) + ")", text)
     return _PY_WORD.sub(lambda m: _PY_WORDS[m.group(1)], text)
 
