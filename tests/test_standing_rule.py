@@ -107,3 +107,18 @@ def test_the_grid_never_reads_holds_where_the_measurement_is_negative():
             assert cell["status"] == "conditional" and record["measurement"]["short"] in cell["condition"]
     plain = next(c for c in ledger["claims"] if c["id"] == "1.2")
     assert preln_cell(plain)["status"] == "holds"
+
+
+def test_control_grid_ledger_refuses_a_forged_standing(tmp_path):
+    """``grid --ledger FILE`` reads the same rule: the forged record is refused (exit 2), the real one is not."""
+    from proofs_check.inputs import InvalidInput, load_ledger
+
+    ledger = _forged()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(ledger))
+    assert load_ledger(good)["claims"][0]["standing"] == S.VACUOUS
+    ledger["claims"][0]["standing"] = S.HOLDS
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(ledger))
+    with pytest.raises(InvalidInput, match="is vacuous, but its standing reads 'holds as stated'"):
+        load_ledger(bad)
