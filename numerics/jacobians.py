@@ -68,7 +68,7 @@ def step_jacobians(stack, X: torch.Tensor, states=None) -> list[torch.Tensor]:
 
 def commutator_error(J: torch.Tensor, A: torch.Tensor, F: int) -> float:
     """‖J(A⊗I_F) − (A⊗I_F)J‖ / ‖J‖: zero iff J is block diagonal in A's eigenbasis (distinct λ)."""
-    AI = torch.kron(A, torch.eye(F, dtype=J.dtype))
+    AI = torch.kron(A, torch.eye(F, dtype=J.dtype, device=J.device))
     return float(torch.linalg.norm(J @ AI - AI @ J) / torch.linalg.norm(J))
 
 
@@ -80,7 +80,7 @@ def eigen_blocks(J: torch.Tensor, A: torch.Tensor, F: int):
     order = torch.argsort(lam, descending=True)
     lam, Sm = lam[order], Sm[:, order]
     W = torch.linalg.inv(Sm)  # rows: left eigenvectors
-    I = torch.eye(F, dtype=J.dtype)
+    I = torch.eye(F, dtype=J.dtype, device=J.device)
     blocks = torch.stack([torch.kron(W[k:k + 1], I) @ J @ torch.kron(Sm[:, k:k + 1], I)
                           for k in range(len(lam))])
     return lam, blocks, float(torch.linalg.cond(Sm))

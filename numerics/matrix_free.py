@@ -308,7 +308,7 @@ def dependence_bound(n: int) -> float:
 def probes(k: int, T: int, d: int, *, seed: int, dtype=torch.float64, device=None) -> torch.Tensor:
     """k i.i.d. standard Gaussian probes (k, T, d), drawn in float64 on the CPU from ``seed``."""
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(k, T, d, generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
+    return torch.randn(k, T, d, generator=g, dtype=torch.float64, device="cpu").to(dtype=dtype, device=device)
 
 
 def relative_errors(approx: torch.Tensor, exact: torch.Tensor) -> torch.Tensor:
@@ -340,9 +340,9 @@ def causal_eigenvector(T: int, k: int, dtype=torch.float64, device=None) -> torc
     Computed from log-binomials, so entries below the smallest float are zero."""
     if not 1 <= k <= T:
         raise ValueError(f"k={k} must be in 1..T={T}")
-    i = torch.arange(k, T + 1, dtype=torch.float64)
+    i = torch.arange(k, T + 1, dtype=torch.float64, device="cpu")  # built in float64 on the host, moved at the end
     logc = torch.lgamma(i) - math.lgamma(k) - torch.lgamma(i - k + 1)
-    s = torch.zeros(T, dtype=torch.float64)
+    s = torch.zeros(T, dtype=torch.float64, device="cpu")  # as i
     s[k - 1:] = torch.exp(logc - logc.max())
     return (s / s.norm()).to(dtype=dtype, device=device)
 

@@ -133,7 +133,7 @@ class ScaleRun:
 
     def xbar(self) -> torch.Tensor:
         g = torch.Generator().manual_seed(self.seed + 1)
-        x = torch.randn(self.spec.d, generator=g, dtype=torch.float64)
+        x = torch.randn(self.spec.d, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host
         return x.to(dtype=self.tdtype, device=self.device)
 
     def action(self, variant: str = "preset") -> mf.JacobianAction:
@@ -156,7 +156,7 @@ class ScaleRun:
         ks = mf.representable_causal_modes(T, 16)
         S = torch.stack([mf.causal_eigenvector(T, k, self.tdtype, self.device) for k in ks])
         g = torch.Generator().manual_seed(self.seed + 5)
-        v = torch.randn(len(ks), d, generator=g, dtype=torch.float64).to(self.tdtype).to(self.device)
+        v = torch.randn(len(ks), d, generator=g, dtype=torch.float64, device="cpu").to(self.tdtype).to(self.device)
         v = v / v.norm(dim=1, keepdim=True)
         V = torch.einsum("kt,kd->td", S, v)
         return V, torch.tensor([1.0 / k for k in ks], dtype=self.tdtype, device=self.device), S, v
@@ -167,7 +167,8 @@ class ScaleRun:
         out = {}
         for n, p in stack.named_parameters():
             if n.endswith("attn.W_Q") or n.endswith("attn.W_K"):
-                out[n] = (torch.randn(p.shape, generator=g, dtype=torch.float64) / math.sqrt(p.shape[1])
+                out[n] = (torch.randn(p.shape, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host
+                          / math.sqrt(p.shape[1])
                           ).to(dtype=p.dtype, device=p.device)
         return out
 
@@ -200,7 +201,7 @@ class ScaleRun:
 
     def gate_direction(self) -> torch.Tensor:
         g = torch.Generator().manual_seed(self.seed + 13)
-        return torch.randn(self.spec.layers, generator=g, dtype=torch.float64).to(self.tdtype).to(self.device)
+        return torch.randn(self.spec.layers, generator=g, dtype=torch.float64, device="cpu").to(self.tdtype).to(self.device)
 
     def inhomogeneous_jvps(self, delta: float) -> dict:
         """At 1x̄ᵀ + δN: J(X)·V and D_θX_L[δθ_QK] (one primal pass)."""
