@@ -145,7 +145,9 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
     for name, fig in sorted(figures.items()):
         if name not in figure_index.get(fig.claim, []):
             figure_index.setdefault(fig.claim, []).append(name)
-    run = ledger.get("provenance") or this_run()
+    if not ledger.get("provenance"):  # a ledger from before provenance was recorded: say so, do not guess
+        ledger = dict(ledger, provenance={"commit": "not recorded in the ledger", "date": "date not recorded"})
+    run = ledger["provenance"]
     extra = stamp(grid_section(matrix, figures=["claims_matrix"]), run)
     extra += stamp(scale_section([scale, *recorded_scale_runs()]), run)
     extra += sweep_section(figures_dir)
