@@ -59,16 +59,11 @@ def ledger_inconsistencies(ledger: dict) -> list[str]:
     The ledger's rule (``proofs_check.verdicts.evidence.decide``) makes an entry *verified* only when
     every symbolic step is proved, the numeric route ran (cases > 0) with a finite error within its
     tolerance, and the control failed as predicted; a stored status the stored numbers do not give
-    is a forged or damaged ledger.  For any status: proved ≤ steps, no claim twice, and a standing its own
-    measurement in the paper's setting supports (``proofs_check.verdicts.standing.refusal``)."""
-    from proofs_check.verdicts.standing import refusal
-
+    is a forged or damaged ledger.  For any status: proved ≤ steps, and no claim twice.  (The standing rule
+    is the schema's: ``runners.ledger_schema.LedgerClaim``.)"""
     problems, seen = [], set()
     for i, entry in enumerate(ledger.get("claims", [])):
         where = f"claims[{i}] ({entry.get('id')})"
-        standing_problem = refusal(entry)
-        if standing_problem:
-            problems.append(f"{where}: {standing_problem}")
         if entry.get("id") in seen:
             problems.append(f"{where}: claim {entry.get('id')} appears twice")
         seen.add(entry.get("id"))

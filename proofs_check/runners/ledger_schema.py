@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from proofs_check.verdicts.vocabulary import ControlStatus, Decision, PaperOutcome, Standing, words
 
@@ -104,6 +104,16 @@ class LedgerClaim(_Strict):
     cpu_seconds: float | None = Field(None, ge=0)
     peak_rss_gib: float | None = Field(None, ge=0)
 
+    @model_validator(mode="after")
+    def _standing_is_measured(self):
+        """The standing its own measurement in the paper's setting supports (``verdicts.standing.refusal``)."""
+        from proofs_check.verdicts.standing import refusal
+
+        problem = refusal(self.model_dump(by_alias=True))
+        if problem:
+            raise ValueError(f"the standing rule: {problem}")
+        return self
+
 
 class Environment(_Strict):
     """The software and device the ledger was made on (``proofs_check.environment``)."""
@@ -166,18 +176,11 @@ def _where(loc) -> str:
 
 
 def checked_ledger(ledger: dict) -> dict:
-    """``ledger`` itself once it validates against :class:`Ledger` and every entry keeps the rule that its
-    standing is what its measurement in the paper's setting shows (``proofs_check.verdicts.standing.refusal``);
-    ValueError naming the first bad field or claim."""
-    from proofs_check.verdicts.standing import refusal
-
+    """``ledger`` itself once it validates against :class:`Ledger` (every entry keeping the rule that its
+    standing is what its measurement in the paper's setting shows); ValueError naming the first bad field."""
     try:
         Ledger.model_validate(ledger)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ValueError(f"the ledger does not match its schema: field {_where(err['loc'])}: {err['msg']}") from None
-    for record in ledger["claims"]:
-        problem = refusal(record)
-        if problem:
-            raise ValueError(f"the ledger breaks the standing rule: {problem}")
     return ledger
