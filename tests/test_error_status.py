@@ -52,7 +52,11 @@ def environment():
     return env("cpu")
 
 
-@pytest.mark.parametrize("cid", list(CLAIM_IDS))
+#: every claim with a ledger check (a claim of docs/theory.md without one is *skipped*, not run)
+CHECKED = [cid for cid in CLAIM_IDS if CLAIMS.get(cid) is not None and CLAIMS[cid].check is not None]
+
+
+@pytest.mark.parametrize("cid", CHECKED)
 def test_a_check_that_raises_is_an_error(monkeypatch, claims, environment, cid):
     monkeypatch.setitem(CLAIMS, cid, replace(claims[cid], check=_raise, generated=[]))
     record = with_standing(run_claim(cid, CheckContext()))
