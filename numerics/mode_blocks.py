@@ -14,7 +14,8 @@ import torch
 def affine_blocks(B: torch.Tensor, C: torch.Tensor, lam: torch.Tensor, h: float, alpha: float) -> torch.Tensor:
     """G_ℓ(λ) for every λ in ``lam`` (K,) and layer: B, C of shape (L, d, d) -> (K, L, d, d)."""
     eye = torch.eye(B.shape[-1], dtype=B.dtype, device=B.device)
-    return (eye + C) @ ((1 - h * alpha) * eye + h * lam[:, None, None, None] * B)
+    return torch.stack([(eye + C[ell]) @ ((1 - h * alpha) * eye + h * lam[:, None, None] * B[ell])
+                        for ell in range(B.shape[0])], dim=1)
 
 
 def depth_product(maps: torch.Tensor) -> torch.Tensor:
