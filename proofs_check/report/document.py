@@ -60,8 +60,17 @@ def _derivation(qualname: str) -> Derivation | None:
     if fn_name not in fns:
         return None
     fn = fns[fn_name]
-    return Derivation(qualname, typeset(fn.expr, caption=prose(fn.doc, escape=html.escape), doc=fn.doc,
-                                             family=family))
+    return Derivation(qualname, typeset(fn.expr, caption=prose(_caption(fn.doc), escape=html.escape), doc=fn.doc,
+                                        family=family))
+
+
+def _caption(doc: str) -> str:
+    """What a formula computes: the docstring after its formula ("G_{≤ℓ}(λ) = …: one step of the mode product"
+    → "One step of the mode product."), the whole docstring where it names no formula first."""
+    head, sep, what = doc.partition(": ")
+    if not sep or not what.strip() or len(head) > 160 or not re.search(r"[=⌈(/^_]", head):
+        return doc
+    return what[:1].upper() + what[1:]
 
 
 def derivations(generated: list[str]) -> list[Derivation]:
