@@ -15,7 +15,7 @@ for layer ℓ of ``transformer.h.ℓ`` (HF's Conv1D computes x W + b with W of s
 
 ``wte`` + ``wpe`` give X₀ (:func:`embed`) and ``ln_f`` + the tied head the readout (:func:`readout`):
 both stay outside the stack.  The proofs of the b_K and b_V steps are
-``theory.factorisation.prove_attention_biases``.
+``theory.factorisation_proofs.prove_attention_biases``.
 
 Refused, with the reason (:class:`HFImportError`, a ValueError): another ``model_type`` (GPT-NeoX,
 Llama, …: rotary positions make attention at 1x̄ᵀ non-uniform, RMSNorm, SwiGLU and the parallel

@@ -25,7 +25,7 @@ import threading
 import time
 
 #: The time limit of one symbolic step (s): the slowest step of the quick ledger,
-#: ``theory.factorisation.prove_mlp_jacobian`` (2.1), took 48 s on a 2-core machine at load 16; a step
+#: ``theory.factorisation_proofs.prove_mlp_jacobian`` (2.1), took 48 s on a 2-core machine at load 16; a step
 #: that runs over ten times longer is refused.
 STEP_SECONDS = 600.0
 #: How often the watchdog raises again after the deadline, should a step's code swallow the first one.
