@@ -149,7 +149,7 @@ def train_cell(cfg: StudyConfig, cache: str | Path, *, device: str = "cpu", prog
     with torch_threads(threads):
         model = build_model(cfg)
         curves_probe = {"seen": []}
-        identity = {"kind": "depth-study", "config": {**cfg.as_dict(), "corpus": corpus.sha256}}
+        identity = {"kind": "byte-corpus", "config": {**cfg.as_dict(), "corpus": corpus.sha256}}
         path = folder / "checkpoint"
         if ckpt.exists(path):  # resumed: the monitor's count starts at the saved step
             curves_probe["seen"] = [0] * (int(ckpt.read_manifest(path)["step"]) // cfg.eval_every + 1)

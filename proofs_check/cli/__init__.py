@@ -30,12 +30,12 @@ import argparse  # noqa: E402  (after the OpenMP setting)
 import sys  # noqa: E402
 
 from proofs_check.cli import (check, derive, figures, grid, import_hf, mutate, reproduce, simulate,  # noqa: E402
-                               sweep, train)
+                               study, sweep, train)
 from proofs_check.cli.options import UsageError, one_line  # noqa: E402
 from proofs_check.validation import preflight  # noqa: E402
 
 #: the command modules of this package, in the order ``fastslow --help`` lists them
-COMMANDS = (derive, check, figures, simulate, grid, sweep, train, import_hf, mutate, reproduce)
+COMMANDS = (derive, check, figures, simulate, grid, sweep, train, study, import_hf, mutate, reproduce)
 
 
 class Parser(argparse.ArgumentParser):

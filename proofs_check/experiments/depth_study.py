@@ -106,3 +106,66 @@ def recorded(path: Path = RECORD) -> dict | None:
     import json
 
     return json.loads(path.read_text()) if path.exists() else None
+
+
+RESULTS_HEADER = "## Results"
+
+
+def results_markdown(record: dict) -> str:
+    """docs/depth_study.md's results section, every number read from the study record."""
+    import statistics
+
+    from proofs_check.tables import markdown_table
+
+    d, rec, cfg = record["decision"], record["recorded"], record["config"]
+    lines = [RESULTS_HEADER, "",
+             "Generated from `docs/depth_study/depth_study.json` by `fastslow study depth --doc docs/depth_study.md`; "
+             "nothing here is typed by hand.", "",
+             f"**Verdict: claim 8.1 is {d['verdict']}** by the pre-registered rule. Readings after training: "
+             + "; ".join(f"`{arm}` {r}" for arm, r in d["readings"].items()) + ". Calibration at step 0: "
+             + ", ".join(f"`{arm}` p_rough = {c['p_rough']:+.3f} in [{c['window'][0]}, {c['window'][1]}] "
+                         f"({'ok' if c['ok'] else 'missed'})" for arm, c in d["calibration"].items()) + ".", "",
+             record["statement"], ""]
+    rows = [["arm", "when", "p_step", "p_rough (median)", *(f"p {g}" for g in
+                                                          d["fits"][record["arms"][0]]["trained"]["roughness"]), "reading"]]
+    for arm, f in d["fits"].items():
+        for when in ("init", "trained"):
+            x = f[when]
+            rows.append([arm, f"step {d['first'] if when == 'init' else d['last']}", f"{x['p_step']:+.3f}",
+                         f"{x['p_rough']:+.3f}", *(f"{r['slope']:+.2f}" + ("*" if r["poor_fit"] else "")
+                                                    for r in x["roughness"].values()), x["reading"]])
+    lines += ["Slopes in L (loglog fits over L = " + ", ".join(map(str, record["depths"])) + "; * a fit with max "
+              "|ln residual| > 0.35):", "", *markdown_table(rows[0], rows[1:]), ""]
+    rows = [["arm", "L", "validation loss (nats/byte)", "mean step", "median r", "fixed-pattern ē (0 → end)",
+             "gap g (0 → end)", "ε = L·h/g (end)"]]
+    for cell in sorted(record["cells"], key=lambda c: (c["config"]["arm"], c["config"]["layers"])):
+        a, b = cell["snapshots"][str(d["first"])], cell["snapshots"][str(d["last"])]
+        med = statistics.median(g["mean"] for g in b["roughness"].values())
+        rows.append([cell["config"]["arm"], cell["config"]["layers"], f"{cell['run']['curves']['eval_loss'][-1]:.3f}",
+                     f"{b['step']['mean']:.3f}", f"{med:.3f}",
+                     f"{a['fixed_pattern']['mean']:.3f} → {b['fixed_pattern']['mean']:.3f}",
+                     f"{a['spectrum']['g']:.2f} → {b['spectrum']['g']:.2f}", f"{b['spectrum']['eps']:.3g}"])
+    lines += ["Per cell at the end of training (step " + str(d["last"]) + "):", "", *markdown_table(rows[0], rows[1:]), ""]
+    for arm, s in record["secondary"].items():
+        slope = "n/a" if s["gap_slope_in_L"] is None else f"{s['gap_slope_in_L']:+.2f}"
+        lines.append(f"- `{arm}`: factorisation adequate along text (ē ≤ 0.1 at every L): "
+                     f"{'yes' if s['factorisation_adequate'] else 'no'}; persistent gap (g ≥ ln 10 at the largest L): "
+                     f"{'yes' if s['persistent_gap'] else 'no'}; gap's slope in L {slope}; gap widens with training "
+                     f"at the largest L: {'yes' if s['gap_widens_with_training'] else 'no'}.")
+    wall = rec.get("wall_seconds")
+    lines += ["", f"Recorded {rec['date']} at git {str(rec['git'])[:7]}, torch {rec['torch']}, "
+              f"{rec.get('workers')} Dask workers on {rec.get('device')}; d = {cfg['d']}, {cfg['steps']} steps of "
+              f"{cfg['batch']} × {cfg['T']} bytes per cell"
+              + (f"; wall {wall / 60:.1f} min for the measuring call" if wall is not None else "")
+              + (f"; load average at the end {rec['load']}" if rec.get("load") else "") + ".", "",
+              "![depth study](depth_study/depth_study.png)", ""]
+    return "\n".join(lines)
+
+
+def write_results(record: dict, doc: Path) -> None:
+    """Replace everything from the results header on in ``doc`` with :func:`results_markdown`."""
+    from numerics.io import write_text
+
+    text = Path(doc).read_text()
+    head = text.split("\n" + RESULTS_HEADER + "\n", 1)[0]
+    write_text(doc, head + "\n" + results_markdown(record))

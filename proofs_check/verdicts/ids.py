@@ -12,4 +12,5 @@ CLAIM_IDS: dict[str, str] = {
     "6.1": "slow_manifold", "6.2": "slow_manifold", "6.3": "slow_manifold",
     "6.4": "depth_slow_manifold",
     "7.1": "emissions", "7.2": "emissions", "7.3": "emissions",
+    "8.1": "depth_study",
 }

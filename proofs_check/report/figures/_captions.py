@@ -15,6 +15,8 @@ LOOK = {
                                 "the causal kernel's residual is what that description misses at each depth.",
     "depth_clock": "Compare each decaying mode with the clock predicted from the reference's spread, and the "
                    "gap-closing control with the order it is predicted to depart by.",
+    "depth_study": "Compare each arm's slopes in L with −1 (an Euler scheme) and with the i.i.d. values (0 for "
+                   "roughness, about −0.5 for the step), at initialisation and after training.",
     "depth_roughness": "Compare the trained curve with the two references: √2 (i.i.d. layers, as at initialisation) "
                        "and 1/L (an Euler path).",
     "eigenbasis_conditioning": "The eigen-coordinate error against the predicted bound (rounding × cond S) as T grows: "
