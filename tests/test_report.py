@@ -348,9 +348,9 @@ def test_report_in_headless_chromium(canned, tmp_path):
         < text.index("Conditions")
 
 
-#: the report's sections shown in docs/report/ (file name → heading id)
-SCREENSHOTS = {"1-abstract.png": None, "2-derivation.png": "claim-3-1", "3-conditions.png": "conditions",
-               "4-figure.png": "claim-2-2"}
+#: the report's sections shown in docs/report/ (file name → heading id, window height in px)
+SCREENSHOTS = {"1-abstract.png": (None, 1100), "2-derivation.png": ("claim-3-1", 1100),
+               "3-conditions.png": ("conditions", 1100), "4-figure.png": ("claim-2-2", 1900)}
 
 
 def section_page(page: str, anchor: str | None) -> str:
@@ -371,11 +371,11 @@ def test_screenshots_of_the_report(tmp_path):
     the report's first screen, a derivation, the conditions table and a figure, as headless Chromium draws them."""
     page = Path(os.environ.get("FASTSLOW_REPORT", "out/report.html")).read_text()
     folder = Path(os.environ["FASTSLOW_SCREENSHOTS"])
-    for name, anchor in SCREENSHOTS.items():
+    for name, (anchor, height) in SCREENSHOTS.items():
         cut = tmp_path / f"{name}.html"
         cut.write_text(section_page(page, anchor))
         subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                        "--hide-scrollbars", "--window-size=1280,1100", "--virtual-time-budget=10000",
+                        "--hide-scrollbars", f"--window-size=1280,{height}", "--virtual-time-budget=10000",
                         f"--screenshot={folder / name}", cut.as_uri()], capture_output=True, timeout=180, check=True)
         assert (folder / name).stat().st_size > 20_000, f"{name}: a blank page"
 
