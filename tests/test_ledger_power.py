@@ -310,6 +310,58 @@ def test_ledger_7_2_refuses_a_block_count_off_by_one_in_the_gated_risk(monkeypat
     assert all(abs(r["theory"] - r["mc"] - 1 / 28) < 4 * r["se"] for r in rows)   # moved by the predicted δ
 
 
+# ---- 8. cross-checks of the default ledger: the GPT-2 mapping, the matrix-free forms at --scale toy -----------
+def _knobs_with_wrong_eps_key(monkeypatch):
+    from numerics import hf_gpt2 as hf
+
+    knobs = hf.stack_knobs
+    monkeypatch.setattr(hf, "stack_knobs", lambda config: {**knobs(config),
+                                                            "ln_eps": float(config.get("layer_norm_eps", 1e-5))})
+
+
+@pytest.mark.parametrize("mistake", ["eps-key", "activation", "bias-fold"])
+def test_gpt2_mapping_check_refuses_a_mapping_mistake(monkeypatch, mistake):
+    """ε read from a wrong config key (so 1e-5, not the config's 0.05), gelu_new mapped to the erf GELU, b_V not
+    folded into b_O: each moves the imported states by ≥ 9e-5 relative (the controls' gaps), ≫ 2n·u ≈ 5e-14."""
+    from numerics import hf_gpt2 as hf
+    from proofs_check.claims.hf_mapping import mapping_check
+
+    assert mapping_check()["status"] == "verified"
+    if mistake == "eps-key":
+        _knobs_with_wrong_eps_key(monkeypatch)
+    elif mistake == "activation":
+        monkeypatch.setitem(hf.ACTIVATIONS, "gelu_new", "gelu")
+    else:
+        weights = hf.layer_weights
+
+        def unfolded(tensors, ell, heads):
+            out = weights(tensors, ell, heads)
+            return {**out, "attn.b_O": tensors[f"h.{ell}.attn.c_proj.bias"]}
+
+        monkeypatch.setattr(hf, "layer_weights", unfolded)
+    bad = mapping_check()
+    assert bad["status"] == "failed" and bad["max_error"] > 1e6
+
+
+def test_ledger_2_1_refuses_a_wrong_epsilon_key(monkeypatch):
+    """fastslow check alone: 2.1's entry carries the GPT-2 mapping cross-check, which refuses the wrong ε key."""
+    _knobs_with_wrong_eps_key(monkeypatch)
+    entry = run_claim("2.1", CheckContext())
+    assert entry["status"] == "failed" and "cross-check GPT-2 mapping" in entry["detail"]
+    assert [c["status"] for c in entry["cross_checks"] if c["name"].startswith("GPT-2")] == ["failed"]
+
+
+def test_ledger_2_3_refuses_a_reused_seed_in_the_scale_forms(monkeypatch):
+    """The scale forms' adjoint check with V drawn from U's seed: only --scale toy saw it before; now 2.3's
+    default ledger entry runs its matrix-free form at the toy preset and is refused."""
+    from proofs_check.verdicts.scale_run import ScaleRun
+
+    probe = ScaleRun.probe
+    monkeypatch.setattr(ScaleRun, "probe", lambda self, k=1, seed=0: probe(self, k, seed=21 if seed == 22 else seed))
+    entry = run_claim("2.3", CheckContext())
+    assert entry["status"] == "failed" and "cross-check matrix-free form at --scale toy is failed" in entry["detail"]
+
+
 # ---- 5. time limits -------------------------------------------------------------------------------
 def _hang(*args, **kwargs):
     while True:

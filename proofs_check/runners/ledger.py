@@ -49,6 +49,10 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
         return record
     refusals = [f"declared generated function {q} was never called by the check" for q in never_called(calls)]
     refusals += result.numeric.derivation_problems()
+    from proofs_check.runners import cross_checks as X
+
+    crossed = X.cross_checks(claim_id, ctx)   # the matrix-free form at --scale toy, the GPT-2 mapping
+    refusals += X.refusals(crossed)
     status = decide(result)
     record.update(
         status=Decision.FAILED if refusals else status,
@@ -62,6 +66,7 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
         control={"status": result.control.status, "detail": result.control.detail},
         notes=result.notes, finding=result.finding, paper_setting=result.paper_setting,
         measurement=result.measurement,
+        **({"cross_checks": crossed} if crossed else {}),
         seconds=time.perf_counter() - start,
     )
     if refusals:

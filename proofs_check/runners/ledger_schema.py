@@ -99,6 +99,9 @@ class LedgerClaim(_Strict):
                           "reference, outcome")
     detail: str | None = None
     traceback: str | None = None
+    cross_checks: list[dict[str, Any]] | None = Field(
+        None, description="checks run beside the claim's own (proofs_check.runners.cross_checks): its matrix-free "
+                          "form at --scale toy, the GPT-2 mapping; one not verified refuses the claim")
     seconds: float = Field(ge=0)
     size: RunSize | None = None
     cpu_seconds: float | None = Field(None, ge=0)

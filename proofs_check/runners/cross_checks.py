@@ -1,0 +1,81 @@
+"""Cross-checks the default ledger runs beside a claim's own check; a failed one refuses the claim.
+
+- **The claim's matrix-free form at the toy preset.**  ``check --scale`` runs each claim's matrix-free form
+  (``registry.matrix_free``) at GPT-2 sizes, and ``Claim.evaluate`` runs it on every stack above
+  ``dense_features``; the default ledger checks the dense form.  So that a mistake in a matrix-free form
+  (a wrong transpose, a reused probe seed, a tolerance at the wrong order) is refused by ``fastslow check``
+  itself, every claim with a matrix-free form also runs it on the ``toy`` preset (T = 6, d = 4, L = 3,
+  2 heads, the stacks the form derives from it), with its own tolerances, derivations and control,
+  through the runner of ``check --scale`` (``proofs_check.runners.scale.run_scale_claim``): it must be verified.
+- **The GPT-2 weight mapping** (claim 2.1, the GPT-2 block case): ``numerics.hf_gpt2`` on built-in tiny
+  checkpoints against an independent GPT-2 forward (``proofs_check.claims.hf_mapping``).
+
+Each cross-check returns a record {name, status, max_error, tolerance, detail, seconds}; the ledger entry keeps
+them under ``cross_checks`` and refuses the claim (status failed, ``detail`` "refused: …") when one is not
+verified.  Nothing is decided here beyond verified / not verified: the forms decide by their own rule
+(``evidence.decide``).
+"""
+
+from __future__ import annotations
+
+import time
+
+TOY = "toy"
+#: claims whose matrix-free form the default ledger does not run at the toy preset, with the reason
+NOT_AT_TOY = {"1.1": "its form is a depth sweep, not a matrix-free route (the Euler scheme at L = 16 … 128 and "
+                     "its i.i.d. control up to L = 4096 over 8 seeds at d < 32): minutes at the toy preset, where "
+                     "`fastslow check --scale toy` runs it"}
+#: claims whose ledger entry also checks the GPT-2 weight mapping
+MAPPING_CLAIMS = ("2.1",)
+
+
+def toy_scale_form(claim_id: str, ctx) -> dict:
+    """The claim's matrix-free form on the toy preset, as ``check --scale toy`` runs it."""
+    from numerics.training import torch_threads
+    from proofs_check.runners.scale import run_scale_claim
+    from proofs_check.verdicts.scale_run import ScaleRun
+
+    with torch_threads(1):   # toy tensors: one thread is fastest on a shared machine
+        entry = run_scale_claim(claim_id, ScaleRun(TOY, device=ctx.device, seed=ctx.seed))
+    num = entry.get("numeric") or {}
+    why = entry.get("detail") or (f"error {num.get('max_error')} > tolerance {num.get('tolerance')}"
+                                  if num and not num["max_error"] <= num["tolerance"]
+                                  else f"control {(entry.get('control') or {}).get('status')}")
+    return {"name": f"matrix-free form at --scale {TOY}", "status": entry["status"],
+            "max_error": num.get("max_error"), "tolerance": num.get("tolerance"),
+            "detail": (num.get("detail") or "") if entry["status"] == "verified" else why,
+            "seconds": entry.get("seconds", 0.0)}
+
+
+def gpt2_mapping(claim_id: str, ctx) -> dict:
+    from proofs_check.claims.hf_mapping import mapping_check
+
+    start = time.perf_counter()
+    record = mapping_check(seed=ctx.seed)
+    record.pop("table")
+    return {**record, "seconds": time.perf_counter() - start}
+
+
+def cross_checks(claim_id: str, ctx) -> list[dict]:
+    """Every cross-check of ``claim_id``, run; a cross-check that raises is a failed record with its reason."""
+    from proofs_check.verdicts.registry import CLAIMS
+
+    claim = CLAIMS.get(claim_id)
+    runs = []
+    if claim is not None and claim.matrix_free is not None and claim_id not in NOT_AT_TOY:
+        runs.append(toy_scale_form)
+    if claim_id in MAPPING_CLAIMS:
+        runs.append(gpt2_mapping)
+    records = []
+    for run in runs:
+        try:
+            records.append(run(claim_id, ctx))
+        except Exception as exc:   # a crashing cross-check refuses the claim, with its reason
+            records.append({"name": run.__name__, "status": "failed", "max_error": None, "tolerance": None,
+                            "detail": f"raised {type(exc).__name__}: {exc}", "seconds": 0.0})
+    return records
+
+
+def refusals(records: list[dict]) -> list[str]:
+    """One line per cross-check that is not verified."""
+    return [f"cross-check {r['name']} is {r['status']}: {r['detail']}" for r in records if r["status"] != "verified"]
