@@ -281,6 +281,8 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
 
     if spec.P is None:
         return Verdict("6.3", "n/a", reason="P unset: the stack has no slow path")
+    if spec.checkpoint is not None:   # FLOP counts depend on the shapes alone: count the checkpoint's shape
+        spec = spec.with_(checkpoint=None)
     built = {}
 
     def paths_at(t):  # one stack per token count, shared by both paths
