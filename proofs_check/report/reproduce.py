@@ -94,8 +94,9 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             timings[step] = time.perf_counter() - start
             ledger["timings"] = timings
             ledger["provenance"] = this_run()
-            ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"])}
-            ledger["integrity"] = dict(integrity.as_dict(), summary=str(integrity))
+            ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"]),
+                                "integrity": str(integrity)}
+            ledger["integrity"] = integrity.as_dict()
             from proofs_check.experiments import depth_smoothness, text_experiment
             from proofs_check.runners import trained_findings
 
@@ -270,7 +271,7 @@ def _derive_section(derive: dict, integrity: dict) -> list[str]:
     if integrity.get("override"):
         lines += ["**Integrity check overridden (`--allow-drift`)**: this report's verdicts rest on generated "
                   "code that does not match the hashes its derivations recorded.", "", "```",
-                  integrity.get("summary") or "\n".join(integrity.get("drifted", [])), "```"]
+                  derive.get("integrity") or "\n".join(integrity.get("drifted", [])), "```"]
     else:
         lines.append(f"Integrity: {integrity['checked']} generated modules match the hashes recorded by "
                      "`fastslow derive` (numerics/generated/manifest.json).")
