@@ -82,6 +82,7 @@ def truncated_stack(stack, T: int):
     cfg = {**stack.config.as_dict(), "T": T}
     param = next(stack.parameters())
     short = random_stack(**cfg, dtype=param.dtype, device=param.device)
+    short.requires_grad_(param.requires_grad)  # a measured stack (no gradients) stays one
     state = {k: v for k, v in stack.state_dict().items() if not k.endswith("attn.bias")}
     missing, unexpected = short.load_state_dict(state, strict=False)
     if unexpected or any(not k.endswith("attn.bias") for k in missing):
