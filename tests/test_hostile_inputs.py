@@ -143,7 +143,7 @@ CLI: list[Case] = [
     Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "--summary x.json: --json x.json and --summary"),
     Case(["check", "--json", "x.json", "--summary", "x.json"], 2, "name the same file", setup="text:x.json:mine"),
     Case(["check", "--json", "-", "--summary", "-"], 2, "both write to standard output"),
-    Case(["simulate", *SMALL, "--json", "ro.json"], 2, "--json ro.json: the file is read-only", setup="readonly:ro.json"),
+    Case(["simulate", *SMALL, "--json", "ro.json"], 2, "ro.json: the file is read-only", setup="readonly:ro.json"),
     Case(["check", "--json", "x.json", "--summary", "./sub/../x.json"], 2, "name the same file", setup="dir:sub"),
     Case(["train", "--experiment", "7.3", "--json", "r.png", "--figure", "r.png", "--out", "o"], 2, "same file"),
     Case(["check", "--json", "missing/ledger.json"], 2, "does not exist"),

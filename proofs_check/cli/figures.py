@@ -34,6 +34,9 @@ def run(args) -> int:
         return 0
     from numerics import outdir
 
+    unknown = [n for n in args.only or [] if n not in figures]
+    if unknown:  # before the folder is claimed
+        raise ValueError(f"--only {', '.join(unknown)}: no such figure (known: {', '.join(sorted(figures))})")
     ctx = CheckContext(device=args.device, quick=quick(args), seed=seed(args))
     # claimed like every output folder: a folder of files figures did not write is refused, before any work;
     # the figures folder of a reproduce run (its figures/) is figures' own kind of output
