@@ -19,6 +19,8 @@ LOOK = {
                    "roughness, about −0.5 for the step), at initialisation and after training.",
     "depth_roughness": "Compare the trained curve with the two references: √2 (i.i.d. layers, as at initialisation) "
                        "and 1/L (an Euler path).",
+    "depth_study": "The step and invariant roughness of the trained blocks against L, beside the pre-registered "
+                   "decision rule's references, and the Jacobian spectrum they imply.",
     "eigenbasis_conditioning": "The eigen-coordinate error against the predicted bound (rounding × cond S) as T grows: "
                                "points above the bound would break the tolerance's derivation.",
     "euler_convergence": "The smooth weight path's error against slope −1 in L (first order); the i.i.d. drift "
