@@ -32,7 +32,6 @@ import sys  # noqa: E402
 from proofs_check.cli import (check, derive, figures, grid, import_hf, mutate, reproduce, simulate,  # noqa: E402
                                study, sweep, train)
 from proofs_check.cli.options import UsageError, one_line  # noqa: E402
-from proofs_check.validation import preflight  # noqa: E402
 
 #: the command modules of this package, in the order ``fastslow --help`` lists them
 COMMANDS = (derive, check, figures, simulate, grid, sweep, train, study, import_hf, mutate, reproduce)
@@ -43,6 +42,24 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def defer(self, add) -> None:
+        """Add options by ``add(self)`` only when this parser is used (parsing its arguments or printing its
+        help): options declared from a model of a heavy module load it for their own command only."""
+        self._deferred = [*getattr(self, "_deferred", []), add]
+
+    def _populate(self) -> None:
+        deferred, self._deferred = getattr(self, "_deferred", []), []
+        for add in deferred:
+            add(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._populate()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._populate()
+        return super().format_help()
 
 
 def package_version() -> str:
@@ -81,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from numerics.io import Terminated  # the signal handlers' exception; loaded once a command runs
+    from proofs_check.validation import preflight
 
     try:
         preflight(args)  # the environment, and two outputs on one file or two documents on stdout

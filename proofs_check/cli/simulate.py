@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from numerics.params import KNOBS, StackKnobs, knob_flag, knob_kinds
 from proofs_check.cli.options import (add_device, add_json, add_no_progress, add_seed, ascii_float, ascii_int,
                                       memory_size, scale_preset, seed, table_stream)
 
@@ -13,10 +12,13 @@ from proofs_check.cli.options import (add_device, add_json, add_no_progress, add
 PARSERS = {"integer": ascii_int, "number": ascii_float, "string": str}
 
 
-def add_knob_flags(p, model=StackKnobs) -> None:
-    """One option per knob of ``model`` (``numerics.params.StackKnobs``: the one declaration of the
+def add_knob_flags(p, model=None) -> None:
+    """One option per knob of ``model`` (default ``numerics.params.StackKnobs``: the one declaration of the
     stack's knobs), named by ``knob_flag``, typed by the knob's schema type, with its default and
     description; a boolean knob is ``--name`` / ``--no-name``."""
+    from numerics.params import StackKnobs, knob_flag, knob_kinds
+
+    model = StackKnobs if model is None else model
     for name, kind in knob_kinds(model).items():
         info = model.model_fields[name]
         text = f"{info.description or name.replace('_', ' ')} (default {info.default})"
@@ -29,6 +31,8 @@ def add_knob_flags(p, model=StackKnobs) -> None:
 
 def knobs(args) -> dict:
     """The knobs the parsed options set, by name."""
+    from numerics.params import KNOBS
+
     return {name: getattr(args, name) for name in KNOBS}
 
 
@@ -43,7 +47,7 @@ def add_parser(sub) -> None:
     p.add_argument("--kernel", default="causal", help="causal | full | alibi | block (default causal)")
     p.add_argument("--scale", metavar="PRESET", type=scale_preset,
                    help="take T, d, layers and heads from a preset (toy, ci, gpt2-small, gpt2-medium, gpt2-large)")
-    add_knob_flags(p)
+    p.defer(add_knob_flags) if hasattr(p, "defer") else add_knob_flags(p)  # numerics.params loads for simulate only
     p.add_argument("--strict", action="store_true",
                    help="error (exit 2) when --gate exceeds the certified gate bound g* (default: a warning)")
     p.add_argument("--no-certificate", dest="certificate", action="store_false",
