@@ -253,6 +253,15 @@ def test_conditions_table_replaces_the_footnotes(canned):
         assert f'<td class="{cls}">' in page
 
 
+def test_a_cache_path_in_a_reason_reads_as_what_it_means():
+    from proofs_check.report.conditions import _reason
+
+    cell = {"status": "n/a", "condition": "the check varies the stack beyond one checkpoint's shape: checkpoint "
+            "out/cache/trained_stacks/preln-d16-L3-seed0-8c2d does not fit this stack: no tensor stack.layers.3.attn.W_K"}
+    text = _reason(cell)
+    assert "cache/" not in text and "stack.layers" not in text and "different shape" in text
+
+
 def test_figures_are_numbered_in_page_order(canned):
     _, md, _ = canned
     assert "*Figure 1. " in md and "claims_matrix`" not in md

@@ -9,15 +9,22 @@ tolerances, shrunk counterexamples) stays in ``matrix.json`` beside the report.
 
 from __future__ import annotations
 
+import re
+
 from proofs_check.report.prose import prose
 from proofs_check.tables import Markdown, bold, markdown_table
 
 ORDER = {"fails": 0, "conditional": 1, "n/a": 2}
 
 
+_CACHE_PATH = re.compile(r"checkpoint \S*cache/\S+ does not fit this stack(?:: no tensor \S+)?")
+
+
 def _reason(cell: dict) -> str:
-    """A non-holds cell's condition or reason in words (its counterexample only as a pointer)."""
-    text = (cell.get("condition") or "").strip()
+    """A non-holds cell's condition or reason in words (its counterexample only as a pointer; a cache path
+    and a tensor name as what they mean)."""
+    text = _CACHE_PATH.sub("the cached trained checkpoint has a different shape (another depth or width)",
+                           (cell.get("condition") or "").strip())
     example = cell.get("counterexample") or {}
     if cell["status"] == "fails" and example:
         seed = f" (seed {example['seed']})" if isinstance(example, dict) and "seed" in example else ""
