@@ -522,7 +522,7 @@ def _simulate_parser():
     from proofs_check.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
-    return sub.choices["simulate"]
+    return sub.choices["simulate"].populate()   # simulate's knob options are added when it is used
 
 
 def test_every_place_that_names_the_knobs_reads_them_from_stack_knobs():

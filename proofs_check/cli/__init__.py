@@ -48,17 +48,19 @@ class Parser(argparse.ArgumentParser):
         help): options declared from a model of a heavy module load it for their own command only."""
         self._deferred = [*getattr(self, "_deferred", []), add]
 
-    def _populate(self) -> None:
+    def populate(self) -> "Parser":
+        """Add the deferred options now (a test reading the options without parsing calls this)."""
         deferred, self._deferred = getattr(self, "_deferred", []), []
         for add in deferred:
             add(self)
+        return self
 
     def parse_known_args(self, args=None, namespace=None):
-        self._populate()
+        self.populate()
         return super().parse_known_args(args, namespace)
 
     def format_help(self) -> str:
-        self._populate()
+        self.populate()
         return super().format_help()
 
 
