@@ -41,6 +41,7 @@ def render_gate_bounds(ctx, out_dir):
         ax.set(xscale="log", xlabel="gate g > 0", ylabel="log of the slow path's growth",
                title=f"{spec.kernel} kernel, seed {spec.seed}: onset/g* = {onset / g_star:.1f}, g⁺/onset = {slack}")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    fig.suptitle("Claim 5.3: g* ≤ onset ≤ g⁺ (contractive hierarchical stacks: decay 2, ln_gain 0.2, weight_scale 0.5)")
-    fig.tight_layout()
+    fig.suptitle("Claim 5.3: g* ≤ onset ≤ g⁺ (contractive hierarchical stacks: residual decay 2, LN gain 0.2, "
+                 "weight scale 0.5)")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))  # room for the suptitle above the panels' titles
     return save(fig, out_dir, "gate_bounds")
