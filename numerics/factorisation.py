@@ -107,6 +107,13 @@ def layer_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.T
     return _generated(stack, 1)(*_layer_args(stack, xbar), lam[:, None])
 
 
+def affine_parts(stack: Stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(G_ℓ(0), G_ℓ(1) − G_ℓ(0)), each (L, d, d), from the generated blocks: G_ℓ(λ) is affine in λ, so
+    G_ℓ(0) + λ(G_ℓ(1) − G_ℓ(0)) gives every mode from two evaluations of the MLP stage."""
+    ends = layer_blocks(stack, xbar, torch.tensor([0.0, 1.0], dtype=xbar.dtype, device=xbar.device)).detach()
+    return ends[0], ends[1] - ends[0]
+
+
 def stack_blocks(stack: Stack, xbar: torch.Tensor, lam: torch.Tensor) -> torch.Tensor:
     """G(λ) = G_{L−1}(λ) ⋯ G_0(λ) for every λ: shape (K, d, d)."""
     return depth_product(layer_blocks(stack, xbar, lam))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from numerics.generated import gate_bounds as gen
+from numerics.mode_blocks import depth_product
 
 #: the coarse search doubles |g| from ``scale`` up to ``scale · 2^CAP_DOUBLINGS`` (products: the onset) or
 #: ``scale · 2^DET_DOUBLINGS`` (S(g) costs no products: g⁺)
@@ -63,10 +64,7 @@ def product_log_norm(G: torch.Tensor, K: torch.Tensor, h: float, g) -> torch.Ten
     """log‖Π_ℓ(G_ℓ + hgK_ℓ)‖₂ (layer 0 first) for a tensor of gates g (...,)."""
     g = torch.as_tensor(g, dtype=G.dtype, device=G.device)
     M = G + h * g[..., None, None, None] * K                   # (..., L, N, N)
-    P = M[..., 0, :, :]
-    for ell in range(1, M.shape[-3]):
-        P = M[..., ell, :, :] @ P
-    return torch.log(torch.linalg.matrix_norm(P, ord=2))
+    return torch.log(torch.linalg.matrix_norm(depth_product(M), ord=2))
 
 
 def first_crossing(f, scale: float, sign: float, doublings: int = CAP_DOUBLINGS) -> float | None:

@@ -130,12 +130,12 @@ def _factorisation_coefficients(stack, xs: torch.Tensor):
     ``xs`` is the reference trajectory x̄_0 … x̄_{L−1}; the factorisation numerics rebuild it
     from x̄_0 with the stack's own token map.
     """
-    from numerics.factorisation import layer_B_C, layer_blocks
+    from numerics.factorisation import affine_parts, layer_B_C
 
     xbar = xs[0].detach()
-    blocks = layer_blocks(stack, xbar, torch.tensor([0.0, 1.0], dtype=xbar.dtype, device=xbar.device))
+    G0, slope = affine_parts(stack, xbar)
     _, C = layer_B_C(stack, xbar)
-    return blocks[0].detach(), (blocks[1] - blocks[0]).detach(), C.detach()
+    return G0, slope, C.detach()
 
 
 #: The autograd route differentiates n·d copies of a T-token layer; above this many scalar

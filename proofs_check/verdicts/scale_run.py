@@ -24,7 +24,7 @@ import torch
 
 from numerics import kernels as K
 from numerics import matrix_free as mf
-from numerics.factorisation import layer_blocks
+from numerics.factorisation import affine_parts, layer_blocks
 from numerics.checkpoint import CheckpointError
 from numerics.precision import SLOPE_TOL
 from numerics.presets import check_preset, preset
@@ -264,8 +264,7 @@ def affine_blocks(stack, xbar, lam):
 
     G_ℓ(λ) = (I + C_ℓ)((1 − hα)I + hλB_ℓ) is affine in λ, so two generated evaluations give every
     mode (one per λ would recompute the MLP stage's d×4d products for each)."""
-    ends = layer_blocks(stack, xbar, torch.tensor([0.0, 1.0], dtype=xbar.dtype, device=xbar.device)).detach()
-    G0, slope = ends[0], ends[1] - ends[0]
+    G0, slope = affine_parts(stack, xbar)
     direct = layer_blocks(stack, xbar, lam[-1:]).detach()[0]
     err = float(torch.linalg.vector_norm(direct - (G0 + lam[-1] * slope)) / torch.linalg.vector_norm(direct))
     return G0, slope, err

@@ -12,6 +12,7 @@ import torch
 from numerics import matrix_free as mf
 from numerics.factorisation import TokenMixedStack, shift_mixer
 from numerics.fitting import loglog_fit
+from numerics.mode_blocks import depth_product
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free
 from proofs_check.verdicts.scale_run import (SLOPE_TOL, ScaleRun, adjoint_check, affine_blocks, control_result,
@@ -29,12 +30,9 @@ def scale_2_1(run: ScaleRun) -> ClaimResult:
     G = []
     for i in range(0, len(lam), 4):
         blocks = G0 + lam[i:i + 4, None, None, None] * slope
-        prod = blocks[:, 0]
-        for ell in range(1, blocks.shape[1]):
-            prod = blocks[:, ell] @ prod
-        G.append(prod)
+        G.append(depth_product(blocks))
     G = torch.cat(G)
-    del blocks, prod
+    del blocks
     terms = torch.einsum("kt,kd->ktd", S, torch.einsum("kij,kj->ki", G, v))
     predicted = terms.sum(0)
     kappa = float((torch.linalg.matrix_norm(terms).sum() / torch.linalg.matrix_norm(predicted)).detach())
