@@ -205,6 +205,7 @@ def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise(prese
             "            seen.append(os.environ.get('OMP_WAIT_POLICY'))\n"
             "sys.meta_path.insert(0, Hook())\n"
             "import proofs_check.cli\n"
+            "import torch  # the CLI module itself no longer loads torch; a command does, after it\n"
             "print(seen)")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == repr([expected])
