@@ -132,8 +132,9 @@ def render_training_curves(ctx, out_dir):
         ax.axhline(b["loss_local"], color="C3", lw=0.8, ls=":", label="Bayes, current block only")
         ax.axhline(b["loss_hist"], color="C0", lw=0.8, ls=":", label="Bayes, whole history")
         row = res["summary"][name]
-        ax.set_title(f"{labels[name]}: gap frozen − coupled = {row['gap']:.4f} (noise bound {row['crit']:.4f})\n"
-                     f"Bayes gap {row['bayes_gap']:.4f}", fontsize=9)
+        gap = f"{row['gap']:.4f}".replace("-", "−")
+        ax.set_title(f"{labels[name]}: frozen − coupled = {gap}\n(noise bound {row['crit']:.4f}; "
+                     f"Bayes gap {row['bayes_gap']:.4f})", fontsize=9)
         ax.set_xlabel("training step")
         ax.set_ylabel("held-out next-token loss (nats)")
         every = np.concatenate([np.ravel(r["curves"]["eval_loss"]) for arm in ("coupled", "frozen")
@@ -157,5 +158,5 @@ def render_training_curves(ctx, out_dir):
     ax.legend(fontsize=7)
     fig.suptitle("Claim 7.3: the data decides — the gate stays closed on i.i.d. blocks and opens on AR(1) blocks",
                  fontsize=11)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.94))  # room for the suptitle above the panels' two-line titles
     return save(fig, out_dir, "training_curves")

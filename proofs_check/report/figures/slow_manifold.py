@@ -94,7 +94,7 @@ def render_stationary(ctx, out_dir):
     axes[0].plot(tr.y[:, 0], tr.y[:, 1], "w-", lw=1.2, label="slow path y(t), P = 32")
     axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle("Stationary distribution of Q(y)ᵀp = 0, 1ᵀp = 1 (Arrhenius rates q_ij = exp(θ_ij·y))")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.93))  # room for the suptitle above the panels' titles
     return save(fig, out_dir, "stationary_distribution")
 
 
