@@ -292,7 +292,7 @@ def gated_layer_jacobians(stack, gates, xbar: torch.Tensor | None = None) -> tor
     n = T // P
     N = n * d
     p0 = next(stack.parameters())
-    gates = torch.as_tensor(gates, dtype=p0.dtype).to(p0.device).reshape(-1)
+    gates = torch.as_tensor(gates, dtype=p0.dtype, device=p0.device).reshape(-1)
     if not torch.isfinite(gates).all():
         raise ValueError("gates must be finite numbers")
     B = gates.numel() * N
