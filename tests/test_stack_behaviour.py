@@ -79,7 +79,7 @@ def test_random_stack_refuses_each_field_by_name(field, value):
         _tiny(**{field: value})
 
 
-@pytest.mark.parametrize("field, value", [("gate", math.nan), ("mlp_ratio", 0), ("weight_path", "rough"),
+@pytest.mark.parametrize("field, value", [("seed", -1), ("gate", math.nan), ("mlp_ratio", 0), ("weight_path", "rough"),
                                           ("slow_kernel", "sideways"), ("block_size", 0), ("value_scale", math.inf),
                                           ("weight_scale", math.nan), ("decay", math.inf), ("ln_gain", math.nan),
                                           ("step", 0.0), ("activation", "swish"), ("ln_eps", -1.0),
@@ -256,6 +256,16 @@ def test_built_stack_has_the_default_pieces():
     assert layer.gate.dtype == torch.float64 and float(layer.gate.detach()) == 0.0
     assert S.MLP(4, 8).activation is S.gelu                   # the MLP's own default activation
     assert S.LayerNorm(4).eps == 1e-5
+
+
+def test_gate_is_held_in_float64_before_the_cast():
+    """The gate is created in float64, so in a float64 stack g = 0.1 is the double 0.1 (a float32 gate would hold
+    0.10000000149…, 1.5e-9 away), and in a float32 stack the cast to the stack's dtype is its only rounding."""
+    st = _tiny(P=2, gate=0.1)
+    assert all(float(layer.gate.detach()) == 0.1 for layer in st.layers)
+    st32 = _tiny(P=2, gate=0.1, dtype=torch.float32)
+    assert all(layer.gate.dtype == torch.float32 and float(layer.gate.detach()) == float(torch.tensor(0.1,
+               dtype=torch.float32)) for layer in st32.layers)
 
 
 def test_ln_eps_and_activation_reach_the_forward_pass():
