@@ -300,3 +300,38 @@ def test_committed_results_match_the_committed_record():
         pytest.skip("no committed study record")
     page = (study.REPO / "docs" / "depth_study.md").read_text()
     assert page.endswith(study.results_markdown(record))
+
+
+def _tiny_hf_gpt2(folder):
+    """A random GPT-2 with the 256 byte tokens (vocabulary 300), saved as transformers does."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(vocab_size=300, n_positions=12, n_embd=8, n_layer=3, n_head=2, resid_pdrop=0.0,
+                     embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(cfg).save_pretrained(folder)
+    return folder
+
+
+def test_study_on_checkpoints_import_hf_and_train_read(tmp_path, capsys):
+    """`study depth --stack` on a GPT-2 folder `import-hf` wrote and on a `fastslow train` checkpoint: the
+    per-layer table (one step per layer, one roughness per consecutive pair) and its JSON."""
+    import json
+
+    from proofs_check.cli import main
+    from proofs_check.experiments.train import TextConfig, train_text
+
+    pytest.importorskip("transformers")
+    hf = _tiny_hf_gpt2(tmp_path / "hf")
+    assert main(["import-hf", str(hf), "--out", str(tmp_path / "imported"), "--T", "12"]) == 0
+    trained = tmp_path / "trained"
+    train_text(TextConfig(d=8, layers=3, heads=2, T=12, tokens=480, batch=4, eval_every=5, eval_windows=2),
+               trained, progress=False)
+    for ckpt, text in ((tmp_path / "imported", "GPT-2's byte tokens"), (trained, "byte embedding")):
+        out = tmp_path / f"{ckpt.name}.json"
+        assert main(["study", "depth", "--stack", str(ckpt), "--windows", "2", "--json", str(out)]) == 0
+        rec = json.loads(out.read_text())
+        assert rec["layers"] == 3 and len(rec["step"]["profile"]) == 3 and text in rec["text"]
+        assert all(len(r["profile"]) == 2 for r in rec["roughness"].values())
+        assert len(rec["spectrum"]["mean_log_sigma"]) == 8 * 8 - 16
+        assert "largest log-gap" in capsys.readouterr().out

@@ -66,7 +66,7 @@ def run_grid(base: dict, depths=DEPTHS, arms=("gpt2", "smooth"), *, cache: str |
 
 
 def assemble(cells: list[dict], *, wall_seconds: float | None = None, workers: int | None = None,
-             device: str = "cpu", load: str | None = None) -> dict:
+             device: str = "cpu", load: str | None = None, notes: str | None = None) -> dict:
     """The study record: the cells, the rule's fits and verdict, the secondary outcomes, one sentence, provenance."""
     import platform
 
@@ -82,7 +82,8 @@ def assemble(cells: list[dict], *, wall_seconds: float | None = None, workers: i
     record["statement"] = statement(record)
     record["recorded"] = {"git": git_hash(), "torch": torch.__version__, "python": platform.python_version(),
                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                          "wall_seconds": wall_seconds, "workers": workers, "device": device, "load": load}
+                          "wall_seconds": wall_seconds, "workers": workers, "device": device, "load": load,
+                          "notes": notes}
     return record
 
 
@@ -158,6 +159,7 @@ def results_markdown(record: dict) -> str:
               f"{cfg['batch']} × {cfg['T']} bytes per cell"
               + (f"; wall {wall / 60:.1f} min for the measuring call" if wall is not None else "")
               + (f"; load average at the end {rec['load']}" if rec.get("load") else "") + ".", "",
+              *([rec["notes"], ""] if rec.get("notes") else []),
               "![depth study](depth_study/depth_study.png)", ""]
     return "\n".join(lines)
 
