@@ -362,6 +362,17 @@ def test_ledger_2_3_refuses_a_reused_seed_in_the_scale_forms(monkeypatch):
     assert entry["status"] == "failed" and "cross-check matrix-free form at --scale toy is failed" in entry["detail"]
 
 
+def test_a_raising_toy_form_makes_the_entry_an_error_not_failed(monkeypatch):
+    """A matrix-free form that raises is no evidence either way: 2.4's entry is an error naming it."""
+    def raising(run):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(CLAIMS["2.4"], "matrix_free", raising)
+    entry = run_claim("2.4", CheckContext())
+    assert entry["status"] == "error" and "cross-check matrix-free form at --scale toy raised" in entry["detail"]
+    assert "boom" in entry["detail"]
+
+
 # ---- 5. time limits -------------------------------------------------------------------------------
 def _hang(*args, **kwargs):
     while True:

@@ -11,8 +11,8 @@
   checkpoints against an independent GPT-2 forward (``proofs_check.claims.hf_mapping``).
 
 Each cross-check returns a record {name, status, max_error, tolerance, detail, seconds}; the ledger entry keeps
-them under ``cross_checks`` and refuses the claim (status failed, ``detail`` "refused: …") when one is not
-verified.  Nothing is decided here beyond verified / not verified: the forms decide by their own rule
+them under ``cross_checks`` and refuses the claim (status failed, ``detail`` "refused: …") when one ran and is
+not verified; one that raised makes the entry an *error* (no evidence either way), as a raising check does.  Nothing is decided here beyond verified / not verified: the forms decide by their own rule
 (``evidence.decide``).
 """
 
@@ -70,12 +70,18 @@ def cross_checks(claim_id: str, ctx) -> list[dict]:
     for run in runs:
         try:
             records.append(run(claim_id, ctx))
-        except Exception as exc:   # a crashing cross-check refuses the claim, with its reason
-            records.append({"name": run.__name__, "status": "failed", "max_error": None, "tolerance": None,
+        except Exception as exc:   # a crashing cross-check is an error (no evidence either way), with its reason
+            records.append({"name": run.__name__, "status": "error", "max_error": None, "tolerance": None,
                             "detail": f"raised {type(exc).__name__}: {exc}", "seconds": 0.0})
     return records
 
 
 def refusals(records: list[dict]) -> list[str]:
-    """One line per cross-check that is not verified."""
-    return [f"cross-check {r['name']} is {r['status']}: {r['detail']}" for r in records if r["status"] != "verified"]
+    """One line per cross-check that ran and is not verified."""
+    return [f"cross-check {r['name']} is {r['status']}: {r['detail']}" for r in records
+            if r["status"] not in ("verified", "error")]
+
+
+def errors(records: list[dict]) -> list[str]:
+    """One line per cross-check that raised (the claim's entry is then an error, not failed)."""
+    return [f"cross-check {r['name']} raised: {r['detail']}" for r in records if r["status"] == "error"]

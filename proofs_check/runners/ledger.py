@@ -71,4 +71,6 @@ def run_claim(claim_id: str, ctx: CheckContext) -> dict:
     )
     if refusals:
         record["detail"] = "refused: " + "; ".join(refusals)
+    if X.errors(crossed):   # a cross-check that raised is no evidence either way: an error, as a raising check
+        record.update(status=Decision.ERROR, detail="; ".join(X.errors(crossed)))
     return record
