@@ -13,6 +13,8 @@ import datetime
 import time
 from pathlib import Path
 
+import torch
+
 DEPTHS = (4, 8, 16, 32)
 REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / "docs" / "depth_study" / "depth_study.json"
@@ -146,7 +148,10 @@ def results_markdown(record: dict) -> str:
                      f"{b['step']['mean']:.3f}", f"{med:.3f}",
                      f"{a['fixed_pattern']['mean']:.3f} → {b['fixed_pattern']['mean']:.3f}",
                      f"{a['spectrum']['g']:.2f} → {b['spectrum']['g']:.2f}", f"{b['spectrum']['eps']:.3g}"])
-    lines += ["Per cell at the end of training (step " + str(d["last"]) + "):", "", *markdown_table(rows[0], rows[1:]), ""]
+    lines += ["Per cell at the end of training (step " + str(d["last"]) + "):", "", *markdown_table(rows[0], rows[1:]), "",
+              f"The validation text's unigram entropy is {_unigram_entropy():.3f} nats/byte: a cell whose loss sits "
+              "near it has learnt little beyond byte frequencies (how far its weights moved from their initialisation "
+              "was not measured).", ""]
     for arm, s in record["secondary"].items():
         slope = "n/a" if s["gap_slope_in_L"] is None else f"{s['gap_slope_in_L']:+.2f}"
         lines.append(f"- `{arm}`: factorisation adequate along text (ē ≤ 0.1 at every L): "
@@ -157,11 +162,17 @@ def results_markdown(record: dict) -> str:
     lines += ["", f"Recorded {rec['date']} at git {str(rec['git'])[:7]}, torch {rec['torch']}, "
               f"{rec.get('workers')} Dask workers on {rec.get('device')}; d = {cfg['d']}, {cfg['steps']} steps of "
               f"{cfg['batch']} × {cfg['T']} bytes per cell"
-              + (f"; wall {wall / 60:.1f} min for the measuring call" if wall is not None else "")
+              + (f"; wall {wall / 60:.1f} min for the grid call that finished the record" if wall is not None else "")
               + (f"; load average at the end {rec['load']}" if rec.get("load") else "") + ".", "",
               *([rec["notes"], ""] if rec.get("notes") else []),
               "![depth study](depth_study/depth_study.png)", ""]
     return "\n".join(lines)
+
+
+def _unigram_entropy() -> float:
+    from numerics.corpus import ByteCorpus, unigram_entropy
+
+    return unigram_entropy(ByteCorpus.load().validation.to(torch.uint8).numpy().tobytes())
 
 
 def write_results(record: dict, doc: Path) -> None:
