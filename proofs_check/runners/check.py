@@ -151,7 +151,7 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
     ids = claim_ids or list(CLAIM_IDS)
     ctx = CheckContext(device=device, profile=profile, quick=quick)
     claims = []
-    bar = tqdm(ids, desc="claims on the trained stack", unit="claim", disable=not progress or not sys.stderr.isatty())
+    bar = tqdm(ids, desc="claims on the stack", unit="claim", disable=not progress or not sys.stderr.isatty())
     for cid in bar:
         entry = get(cid)
         title = entry.title or "(not implemented)"
@@ -164,10 +164,12 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
         claims.append({"id": cid, "title": title, "status": verdict.status, "reason": verdict.reason,
                        "verdict": verdict.as_dict(), "seconds": verdict.seconds})
         if progress and not sys.stderr.isatty():
-            print(f"  {cid} on the trained stack: {verdict.status} ({verdict.seconds:.1f} s)", file=sys.stderr,
+            print(f"  {cid} on the stack: {verdict.status} ({verdict.seconds:.1f} s)", file=sys.stderr,
                   flush=True)
     curves = manifest["curves"]
-    stack = {"trained": True, "checkpoint": str(checkpoint), "config": manifest["config"],
+    imported = manifest.get("source") is not None  # import-hf: whether those weights were trained is not recorded
+    stack = {"trained": None if imported else manifest["step"] > 0, "imported": imported,
+             "checkpoint": str(checkpoint), "config": manifest["config"],
              "spec": spec.as_dict(), "step": manifest["step"], "corpus": manifest.get("corpus"),
              "final_validation_loss": curves["eval_loss"][-1] if curves.get("eval_loss") else None,
              "gates": [g[-1] for g in curves.get("gates", [])], "git": manifest.get("git")}
@@ -179,8 +181,10 @@ def format_stack_table(ledger: dict) -> str:
     """Plain-text table of ``run_stack_checks``: claim, status, error / tolerance, reason."""
     s = ledger["stack"]
     loss = s["final_validation_loss"]
-    lines = [f"trained stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
-             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} steps, "
+    kind = ("imported (Hugging Face weights, no training record)" if s.get("imported")
+            else "trained" if s.get("trained", True) else "untrained")
+    lines = [f"{kind} stack {s['checkpoint']}: {s['spec']['arch']} T={s['spec']['T']} d={s['spec']['d']} "
+             f"L={s['spec']['layers']} P={s['spec']['P']}, {s['step']} training steps, "
              + ("no validation loss recorded" if loss is None else f"validation loss {loss:.3f} nats/byte")]
     rows = [("claim", "title", "status", "form", "error / tol", "reason or condition")]
     for c in ledger["claims"]:
