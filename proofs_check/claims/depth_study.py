@@ -16,7 +16,7 @@ import sympy as sp
 
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
 from proofs_check.verdicts.registry import arch_free, claim, no_matrix_free
-from proofs_check.verdicts.standing import HOLDS, measurement
+from proofs_check.verdicts.standing import FAILS, measurement
 
 WHERE = "GPT-2's block (h = 1, i.i.d. initialisation) trained on the shipped text"
 
@@ -44,7 +44,7 @@ def proof_euler_roughness() -> bool:
               "tests/test_depth_study.py::test_ledger_8_1_refuses_an_edited_verdict"],
        control="i.i.d. layers (the gpt2 arm at initialisation) must read 'not Euler'", figure="depth_study",
        kind="experiment", setting=WHERE + "; second arm h = 1/L with a depth-smooth initialisation",
-       standing=HOLDS,
+       standing=FAILS,  # the recorded study's verdict (refuted); a record that reads otherwise overrides it
        headline="the pre-registered depth study: step and weight roughness against L, trained GPT-2 blocks")
 def check_8_1(ctx) -> ClaimResult:
     from proofs_check.experiments import depth_study as study

@@ -57,7 +57,7 @@ def draw(record: dict):
         ax.legend(fontsize=6)
     fig.suptitle(f"Depth study (claim 8.1): {d['verdict']} by the pre-registered rule; "
                  f"green band: Euler-consistent slopes", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.92))  # room for the suptitle above the panels' tick labels
     return fig
 
 
