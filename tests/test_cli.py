@@ -122,10 +122,10 @@ def test_shared_flags_have_one_name_default_and_help_on_every_command():
             seen["--allow-drift"].append(name)
             assert drift.help == _option(_commands()["check"], "--allow-drift").help, name
     # each flag where it means something, absent elsewhere
-    assert sorted(seen["--device"]) == ["bench", "check", "figures", "grid", "reproduce", "simulate", "sweep", "train"]
+    assert sorted(seen["--device"]) == ["bench", "check", "figures", "grid", "reproduce", "simulate", "study", "sweep", "train"]
     assert sorted(seen["--seed"]) == ["check", "figures", "simulate", "train"]
-    assert sorted(seen["--quick"]) == ["bench", "check", "figures", "grid", "reproduce"]
-    assert sorted(seen["--json"]) == ["bench", "check", "grid", "mutate", "simulate", "train"]
+    assert sorted(seen["--quick"]) == ["bench", "check", "figures", "grid", "reproduce", "study"]
+    assert sorted(seen["--json"]) == ["bench", "check", "grid", "mutate", "simulate", "study", "train"]
     assert sorted(seen["--out"]) == ["figures", "import-hf", "reproduce", "sweep", "train"]
     assert "derive" in seen["--no-progress"] and "simulate" in seen["--no-progress"]
 

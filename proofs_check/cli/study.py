@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from proofs_check.cli import options as O
 from proofs_check.cli.options import add_device, add_json, ascii_int
 
 DEFAULTS = {"d": 32, "steps": 100, "batch": 8}
@@ -27,7 +28,7 @@ def add_parser(sub) -> None:
     p.add_argument("--d", type=ascii_int, metavar="N", help=f"width (default {DEFAULTS['d']})")
     p.add_argument("--steps", type=ascii_int, metavar="N", help=f"optimiser steps (default {DEFAULTS['steps']})")
     p.add_argument("--batch", type=ascii_int, metavar="N", help=f"windows per step (default {DEFAULTS['batch']})")
-    p.add_argument("--quick", action="store_true", help="the CI size (d = 16, L = 2, 4, 8, 40 steps)")
+    O.add_size(p, "full")
     p.add_argument("--workers", type=ascii_int, metavar="N", default=2, help="local Dask workers (default 2)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask cluster instead")
     p.add_argument("--cache", metavar="DIR", help="where the trained cells live (default $FASTSLOW_CACHE or out/cache)")
@@ -79,15 +80,15 @@ def run(args) -> int:
         _outputs(args, record)
         return 0
 
-    base = dict(study.TOY) if args.quick else {}
+    base = dict(study.TOY) if O.quick(args) else {}
     for name in ("d", "steps", "batch"):
         if getattr(args, name) is not None:
             base[name] = getattr(args, name)
-    if "steps" in base and not args.quick:  # snapshots at the registered fractions of the run
+    if "steps" in base and not O.quick(args):  # snapshots at the registered fractions of the run
         n = base["steps"]
         base["snapshots"] = tuple(sorted({0, n // 10, n // 5, (2 * n) // 5, (7 * n) // 10, n}))
         base["eval_every"] = next(e for e in range(max(1, n // 10), 0, -1) if all(s % e == 0 for s in base["snapshots"]))
-    depths = tuple(args.depths or (study.TOY_DEPTHS if args.quick else study.DEPTHS))
+    depths = tuple(args.depths or (study.TOY_DEPTHS if O.quick(args) else study.DEPTHS))
     t0 = time.perf_counter()
     cells = study.run_grid(base, depths, cache=args.cache or default_cache_dir(), workers=args.workers,
                            scheduler=args.scheduler, device=args.device, windows=args.windows)
