@@ -120,6 +120,22 @@ LEGEND = ("*identity*: exact at its reference for any weights, so a pass is no e
           "from docs/ledger.json (`fastslow check --json docs/ledger.json`) and the records under docs/.")
 
 
+#: What a checkpoint verdict's ``error`` is, per claim, where it is not a relative miss of the factorised form.
+MEASURE_TEXT = {
+    "1.1": "layer-to-layer change {err:.2f}; an Euler path needs ≤ h = {tol:g}",
+    "2.2": "token spread {err:.2f}; the conditions need 0",
+}
+
+
+def _measure(claim_id: str, verdict: dict) -> str:
+    """A judged number on a checkpoint, in words: a relative miss as a percentage against its rounding
+    tolerance, or the quantity :data:`MEASURE_TEXT` names."""
+    err, tol = verdict["error"], verdict["tolerance"]
+    if claim_id in MEASURE_TEXT:
+        return MEASURE_TEXT[claim_id].format(err=err, tol=tol)
+    return f"misses by {_pct(err)}, against {tol:.1e} rounding"
+
+
 def transformer_bullets(ledger: dict) -> list[str]:
     """What the ledger and the committed records say about real Transformers, one bullet per record."""
     by = {c["id"]: c for c in ledger["claims"]}
@@ -160,7 +176,26 @@ def transformer_bullets(ledger: dict) -> list[str]:
         out.append(f"- **Claim 7.3 on text**, powered as pre-registered ({t['n']} seeds, α = {t['alpha']}): the gated "
                    f"slow path lowers validation loss by {t['mean']:+.4f} nats/byte, {_pct(1 - t['alpha'])} interval "
                    f"[{t['interval'][0]:+.4f}, {t['interval'][1]:+.4f}], p = {t['p']:.4f} (docs/trained/text-7.3.json).")
-    check = _record("trained/gpt2-bytes-check.json")
+    study = _record("depth_study/depth_study.json")
+    if "8.1" in by and study:
+        fits = study["decision"]["fits"]
+        arms = "; ".join(f"{arm} arm: per-layer step ∝ L^{f['trained']['p_step']:.2f}, weight roughness ∝ "
+                         f"L^{f['trained']['p_rough']:.2f} after training ({f['trained']['reading']})"
+                         for arm, f in fits.items())
+        out.append(f"- **Depth study** (8.1, [docs/depth_study.md](docs/depth_study.md), pre-registered; "
+                   f"{by['8.1'].get('standing')}): trained at L = {', '.join(map(str, study['depths']))}; {arms}. "
+                   "An Euler reading needs both exponents near −1 (docs/depth_study/depth_study.json).")
+    for name, what in (("trained/gpt2-bytes-along-text.json", "the GPT-2 trained here on bytes and imported"),
+                       ("scale/hf-gpt2-small-along-text.json", "a randomly initialised GPT-2-small (124M) imported")):
+        along = _record(name)
+        if along:
+            sp = along["stack"]["spec"]
+            judged = [c for c in along["claims"] if (c.get("verdict") or {}).get("error") is not None]
+            parts = [f"{c['id']} {c['status']} ({_measure(c['id'], c['verdict'])})" for c in judged]
+            out.append(f"- **Along held-out text** on {what} (T = {sp['T']}, d = {sp['d']}, L = {sp['layers']}; "
+                       f"`check --stack`, docs/{name}): " + "; ".join(parts) + ". The identities hold at 1x̄ᵀ for any "
+                       "weights; these numbers are how far a real forward pass is from that reference.")
+    check = None if _record("trained/gpt2-bytes-along-text.json") else _record("trained/gpt2-bytes-check.json")
     if check:
         parts = []
         for form, imp in check["imports"].items():

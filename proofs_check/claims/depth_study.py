@@ -79,7 +79,7 @@ def check_8_1(ctx) -> ClaimResult:
     shown = None if outcome is None else measurement(
         "slopes in L of the step and the median invariant roughness", [round(tr["p_step"], 3), round(tr["p_rough"], 3)],
         "Euler-consistent: both ≤ −0.75; not Euler: step ≥ −0.6 or roughness ≥ −0.25", outcome, where=WHERE,
-        short=f"p_step {tr['p_step']:+.2f}, p_rough {tr['p_rough']:+.2f}")
+        short=f"trained GPT-2 blocks (h = 1): per-layer step ∝ L^{tr['p_step']:+.2f}, weight roughness ∝ L^{tr['p_rough']:+.2f} (Euler: −1, −1)")
     sm = d["fits"].get("smooth", {}).get("trained")
     return ClaimResult(
         steps, numeric, control, measurement=shown,
