@@ -334,12 +334,13 @@ def check_6_4(ctx) -> ClaimResult:
     agree = sum(r["ℓ* (mode products)"] == r["ℓ̂* (clock, no products)"] for r in prior)
     notes = ("reach of the clock on the drawn stacks (η = 1): " + "; ".join(
         f"{r['kernel']} seed {r['seed']}: max |log r − log r̂| = {r['reach η = 1: max |log r − log r̂|']}, ℓ* "
-        f"{r['ℓ* (measured, clock)'][0]} measured vs {r['ℓ* (measured, clock)'][1]} from the clock; at real inputs "
+        f"{_depth(r['ℓ* (measured, clock)'][0])} measured vs {_depth(r['ℓ* (measured, clock)'][1])} from the clock; at real inputs "
         f"(relative spread 0.3 and 1) the distance from the coarse manifold within "
         f"{r['real inputs s₀ ≈ 0.3, 1: max |log s_ℓ/s₀ − log ŝ_ℓ/s₀|']} in log" for r in rows)
         + f". ℓ* made before measuring (the clock, one d-vector trajectory): equal to the mode products' ℓ* on {agree} "
           f"of Claim 3.1's {len(prior)} stacks (" + "; ".join(
-              f"{r['kernel']} c={r['c']:g} d={r['d']} s{r['seed']}: {r['ℓ̂* (clock, no products)']} vs {r['ℓ* (mode products)']}"
+              f"{r['kernel']} c={r['c']:g} d={r['d']} s{r['seed']}: {_depth(r['ℓ̂* (clock, no products)'])} vs "
+              f"{_depth(r['ℓ* (mode products)'])}"
               for r in prior) + f"). Smooth path, L = {smooth['depths']}: ℓ*/L = {[round(x, 4) for x in smooth['measured']]} "
           f"(mode products), ℓ̂*/L = {[round(x, 4) for x in smooth['clock']]} (clock); Richardson limits "
           f"{smooth['richardson_measured']:.4f} and {smooth['richardson_clock']:.4f}")
@@ -375,3 +376,8 @@ def paper_measurement(cases) -> dict | None:
 
 no_matrix_free("6.4", "the clock needs one d-vector trajectory at any size; its check multiplies dense d×d mode blocks "
                       "per kernel eigenvalue (T of them), at toy size")
+
+
+def _depth(ell) -> str:
+    """A saturation depth ℓ* for the notes: the layer, or that r stays above τ through the stack."""
+    return "no saturation" if ell is None else str(ell)

@@ -115,13 +115,31 @@ def render(spec, df, out: str | os.PathLike) -> list[Path]:
                 _panel(ax, part, sweep, fig, where, limits)
             for ax in list(axes.flat)[len(slices):]:
                 ax.set_visible(False)
-            figure.suptitle(f"claim {sweep.claim}: {fig.label or fig.value} over ({fig.x}, {fig.y})")
+            figure.suptitle(f"claim {sweep.claim}: {fig.label or fig.value} over {axis_label(fig.x)} and {axis_label(fig.y)}")
             figure.tight_layout()
             path = Path(out) / f"{spec.name}_{sweep.index}_{k}_{sweep.claim}_{fig.x}_{fig.y}.png"
             _save(figure, path)
             plt.close(figure)
             written.append(path)
     return written
+
+
+#: A sweep axis in the paper's notation (docs/theory.md §0); an axis not named here is printed as its name.
+AXIS_LABELS = {
+    "T": "tokens T", "P": "block length P (ε = 1/P)", "d": "width d", "layers": "depth L", "heads": "heads",
+    "kernel": "fast kernel A", "seed": "seed", "value_scale": "value scale c (W_VO ≈ c·I)",
+    "weight_scale": "weight noise scale", "decay": "decay α", "ln_gain": "LN gain γ", "gate": "gate g",
+    "step": "depth step h", "block_size": "kernel block length", "mlp_ratio": "MLP width / d",
+    "slow_kernel": "slow kernel", "ln_eps": "LN ε", "activation": "MLP activation", "attn_bias": "attention biases",
+    "weight_path": "weights in depth",
+}
+#: The same, short, for a panel's title (``c = 20``).
+AXIS_SYMBOLS = {"value_scale": "c", "decay": "α", "ln_gain": "γ", "gate": "g", "layers": "L", "step": "h",
+                "kernel": "A", "weight_scale": "σ_w"}
+
+
+def axis_label(name: str) -> str:
+    return AXIS_LABELS.get(name, name)
 
 
 def _panel(ax, part, sweep, fig, where: dict, limits: tuple) -> None:
@@ -164,9 +182,10 @@ def _panel(ax, part, sweep, fig, where: dict, limits: tuple) -> None:
             ax.plot([], [], color="white", lw=2, label=label)
     ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else str(v) for v in xs])
     ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else str(v) for v in ys])
-    ax.set_xlabel(fig.x)
-    ax.set_ylabel(fig.y)
-    ax.set_title(", ".join(f"{k}={v}" for k, v in where.items()) or "all points", fontsize=9)
+    ax.set_xlabel(axis_label(fig.x))
+    ax.set_ylabel(axis_label(fig.y))
+    ax.set_title(", ".join(f"{AXIS_SYMBOLS.get(k, axis_label(k))} = {v}" for k, v in where.items()) or "all points",
+                 fontsize=9)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="upper right", framealpha=0.7)
 
