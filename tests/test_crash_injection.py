@@ -261,6 +261,11 @@ _TIMINGS_MD = re.compile(r"## (?:Appendix: )?[Tt]imings\n.*?(?=\n## |\Z)", re.S)
 _TIMINGS_HTML = re.compile(r"<h2[^>]*>(?:Appendix: )?[Tt]imings</h2>.*?(?=<h2|\Z)", re.S)
 
 
+#: A section's provenance for this run (``report.provenance.this_run``): the commit, marked when the tree is
+#: dirty (other tests may write tracked files meanwhile), and the time to the minute — bookkeeping of the run.
+_THIS_RUN = re.compile(r"this run, commit [^,<*]+, \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")
+
+
 def reproduce_outputs(out: Path) -> dict:
     result = {}
     for path in files(out):
@@ -272,9 +277,9 @@ def reproduce_outputs(out: Path) -> dict:
             ledger.pop("timings")
             result[name] = ledger
         elif name == "report.md":
-            result[name] = _TIMINGS_MD.sub("", path.read_text()).replace(str(out), "OUT")
+            result[name] = _THIS_RUN.sub("this run", _TIMINGS_MD.sub("", path.read_text()).replace(str(out), "OUT"))
         elif name == "report.html":
-            result[name] = _TIMINGS_HTML.sub("", path.read_text()).replace(str(out), "OUT")
+            result[name] = _THIS_RUN.sub("this run", _TIMINGS_HTML.sub("", path.read_text()).replace(str(out), "OUT"))
         else:
             result[name] = path.read_bytes()
     return result
