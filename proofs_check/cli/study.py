@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     p.add_argument("--d", type=ascii_int, metavar="N", help=f"width (default {DEFAULTS['d']})")
     p.add_argument("--steps", type=ascii_int, metavar="N", help=f"optimiser steps (default {DEFAULTS['steps']})")
     p.add_argument("--batch", type=ascii_int, metavar="N", help=f"windows per step (default {DEFAULTS['batch']})")
+    p.add_argument("--warmup", type=ascii_int, metavar="N", help="warm-up steps (default: a tenth of --steps)")
+    p.add_argument("--snapshots", type=ascii_int, nargs="+", metavar="STEP",
+                   help="snapshot steps, 0 … --steps (default: 0 and 10, 20, 40, 70, 100 %% of --steps)")
     O.add_size(p, "full")
     p.add_argument("--workers", type=ascii_int, metavar="N", default=2, help="local Dask workers (default 2)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="join a running Dask cluster instead")
@@ -43,7 +46,7 @@ def add_parser(sub) -> None:
 
 
 def _check(args) -> None:
-    for name in ("d", "steps", "batch", "workers", "windows"):
+    for name in ("d", "steps", "batch", "warmup", "workers", "windows"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ValueError(f"--{name}={value} must be ≥ 1")
@@ -84,9 +87,16 @@ def run(args) -> int:
     for name in ("d", "steps", "batch"):
         if getattr(args, name) is not None:
             base[name] = getattr(args, name)
-    if "steps" in base and not O.quick(args):  # snapshots at the registered fractions of the run
+    if "steps" in base and not O.quick(args):  # warm-up and snapshots at fixed fractions of the run
         n = base["steps"]
+        base["warmup"] = max(1, n // 10)
         base["snapshots"] = tuple(sorted({0, n // 10, n // 5, (2 * n) // 5, (7 * n) // 10, n}))
+    if args.warmup is not None:
+        base["warmup"] = args.warmup
+    if args.snapshots is not None:
+        base["snapshots"] = tuple(args.snapshots)
+    if "snapshots" in base and not O.quick(args):  # validation at every snapshot (the trainer's monitor runs there)
+        n = max(base["snapshots"])
         base["eval_every"] = next(e for e in range(max(1, n // 10), 0, -1) if all(s % e == 0 for s in base["snapshots"]))
     depths = tuple(args.depths or (study.TOY_DEPTHS if O.quick(args) else study.DEPTHS))
     t0 = time.perf_counter()

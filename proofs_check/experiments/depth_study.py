@@ -30,18 +30,32 @@ def cell_task(cfg_dict: dict, cache: str, device: str = "cpu", windows: int = 8,
     from numerics.depth_study.training import StudyConfig, train_cell
 
     cfg = StudyConfig(**cfg_dict)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     folder = train_cell(cfg, cache, device=device)
-    trained = time.perf_counter() - t0
+    trained, trained_cpu = time.perf_counter() - t0, time.process_time() - c0
     if train_only:
         return {"config": cfg.as_dict(), "folder": str(folder), "train_seconds": trained}
     from numerics.depth_study.cell import measure_cell
 
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     record = measure_cell(cfg, folder, device=device, windows=windows, probes=probes,
                           spectrum_tokens=spectrum_tokens, spectrum_windows=spectrum_windows)
-    record["seconds"] = {"train_call": trained, "measure": time.perf_counter() - t1}
+    record["seconds"] = {"train_call": trained, "measure": time.perf_counter() - t1,
+                         "train_call_cpu": trained_cpu, "measure_cpu": time.process_time() - c1}
+    record["worker"] = worker_usage()
     return record
+
+
+def worker_usage() -> dict:
+    """The calling process (a Dask worker): its id, host and peak resident memory so far (MB)."""
+    import os
+    import platform
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return {"pid": os.getpid(), "host": platform.node(),
+            "peak_rss_mb": rss / 2**20 if sys.platform == "darwin" else rss / 1024}
 
 
 def run_grid(base: dict, depths=DEPTHS, arms=("gpt2", "smooth"), *, cache: str | Path, workers: int | None = 2,
