@@ -25,7 +25,7 @@ import statistics
 import torch
 
 from benchmarks.timing import median_time, time_once
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.jacobians import stack_jacobian
 from numerics.matrix_free import reference_state
 
@@ -38,8 +38,7 @@ FULL_CURVE = (8, 16, 32, 64, 128, 256, 512)
 
 def benchmark_stack(T: int, d: int, layers: int, heads: int, device: str, seed: int = 0):
     """A random causal stack (no slow path) with frozen parameters, and a reference token x̄."""
-    stack = random_stack(T=T, d=d, layers=layers, heads=heads, kernel="causal", seed=seed,
-                         dtype=torch.float64, device=device)
+    stack = StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel="causal", seed=seed, dtype="float64", device=device).build()
     for p in stack.parameters():
         p.requires_grad_(False)
     gen = torch.Generator().manual_seed(seed + 1)

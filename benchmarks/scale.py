@@ -30,7 +30,7 @@ import time
 import torch
 
 from numerics import matrix_free as mf
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.fitting import loglog_fit
 from proofs_check.tables import text_table
 
@@ -42,7 +42,7 @@ DENSE_LIMIT_BYTES = 2**30     # an assembled (Td)² float64 Jacobian above this 
 
 
 def _jv_row(T: int, d: int, layers: int, heads: int, device: str) -> dict:
-    stack = random_stack(T, d, layers, heads, "causal", seed=0, dtype=torch.float64, device=device)
+    stack = StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel="causal", seed=0, dtype="float64", device=device).build()
     xbar = mf.probes(1, 1, d, seed=1, device=device)[0, 0]
     X = mf.reference_state(stack, xbar)
     V = mf.probes(1, T, d, seed=2, device=device)

@@ -25,7 +25,7 @@ torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/coarse_graining_and_visibility"))  # this notebook's own folder
 
-from numerics import random_stack  # noqa: E402
+from numerics.spec import StackSpec  # noqa: E402
 from numerics import coarse_graining as cg  # noqa: E402
 from numerics import visibility as nv  # noqa: E402
 from numerics.fitting import loglog_fit  # noqa: E402
@@ -57,7 +57,7 @@ for name, ok, _, detail in thc.prove_theory_rho_at_least_one():
 
 # %%
 for kernel, c in (("causal", 0.0), ("causal", 20.0), ("full", 20.0)):
-    print(cg.saturation_depth(random_stack(6, d, 16, 2, kernel, seed=0, value_scale=c), xbar, 0.5), "\n")
+    print(cg.saturation_depth(StackSpec(T=6, d=d, layers=16, heads=2, kernel=kernel, seed=0, knobs={"value_scale": c}).build(), xbar, 0.5), "\n")
 
 # %% [markdown]
 # ## 3.2 Block coarse-graining
@@ -76,9 +76,9 @@ for name, ok, _, detail in thc.prove_block_kernels_factor() + thc.prove_kernel_g
 # %%
 X0 = torch.ones(8, 1, dtype=torch.float64) * xbar[:8]
 for kernel in ("full", "block", "causal"):
-    st = random_stack(8, 8, 3, 2, kernel, P=4, seed=0)
+    st = StackSpec(T=8, d=8, layers=3, heads=2, kernel=kernel, P=4, seed=0).build()
     print(f"{kernel:6s} (a)", cg.factoring_residuals(cg.depth_jacobians(st, X0)[-1], 8, 8, 4))
-    st = random_stack(8, 8, 8, 2, kernel, P=4, seed=0, value_scale=20.0)
+    st = StackSpec(T=8, d=8, layers=8, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 20.0}).build()
     Js = cg.depth_jacobians(st, X0)
     print(f"{kernel:6s} (b) depth 1: {cg.factoring_residuals(Js[0], 8, 8, 4).two_sided:.3f}, "
           f"depth 8: {cg.factoring_residuals(Js[-1], 8, 8, 4).two_sided:.3f}")
@@ -99,7 +99,7 @@ render(["mode_products", "coarse_graining_residual"], ctx, OUT)
 # %%
 for name, ok, _, detail in thv.prove_first_order_response():
     print(f"{'✓' if ok else '✗'} {name}: {detail}")
-st = random_stack(8, 4, 3, 2, "full", P=4, seed=0, value_scale=1.0)
+st = StackSpec(T=8, d=4, layers=3, heads=2, kernel="full", P=4, seed=0, knobs={"value_scale": 1.0}).build()
 print(nv.visibility(st, xbar[:4]))
 deltas = torch.logspace(-4, -2, 7, dtype=torch.float64)
 for label, p in (("decaying", nv.decaying_offset(st, 7)), ("mean-carrying", nv.mean_carrying_offset(st, 7))):
@@ -115,9 +115,9 @@ for label, p in (("decaying", nv.decaying_offset(st, 7)), ("mean-carrying", nv.m
 for name, ok, _, detail in thv.prove_gate_weights():
     print(f"{'✓' if ok else '✗'} {name}: {detail}")
 for kernel in ("full", "causal"):
-    st = random_stack(8, 4, 3, 2, kernel, P=4, seed=0, value_scale=1.0)
+    st = StackSpec(T=8, d=4, layers=3, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 1.0}).build()
     g = nv.gate_jacobian(st, nv.homogeneous(st, xbar[:4]))
-    gated = random_stack(8, 4, 3, 2, kernel, P=4, seed=0, value_scale=1.0, gate=0.5)
+    gated = StackSpec(T=8, d=4, layers=3, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 1.0, "gate": 0.5}).build()
     print(f"{kernel}: ‖∂x̄_L/∂g‖ = {float(g.norm()):.3e};",
           nv.slow_weight_visibility(gated, nv.homogeneous(gated, xbar[:4])))
 

@@ -28,7 +28,7 @@ from numerics import depth_flow as nd
 from numerics import factorisation as nf
 from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
-from numerics import random_stack
+from numerics.spec import StackSpec
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form
 from proofs_check.report.figures import render
 from proofs_check.verdicts.evidence import CheckContext
@@ -53,7 +53,7 @@ print("scalar test system: derived C =", C, " Richardson estimate =", 2 * consts
 # ## Mode blocks (Claim 2.1)
 
 # %%
-stack = random_stack(6, 8, 4, 2, "causal", seed=0, value_scale=1.0)
+stack = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=0, knobs={"value_scale": 1.0}).build()
 xbar = random_xbar(8, 100)
 lam, G = nf.mode_blocks(stack, xbar)
 off, blk, tol = frozen_kernel.factorisation_error(stack, xbar)

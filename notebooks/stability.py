@@ -27,7 +27,7 @@ SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/stability"))  # this notebook's own folder
 
 from theory import stability as th  # noqa: E402
-from numerics import random_stack  # noqa: E402
+from numerics.spec import StackSpec  # noqa: E402
 from numerics import stability as ns  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
 from proofs_check.verdicts.evidence import CheckContext# noqa: E402
@@ -66,9 +66,9 @@ print(ns.certify_gate_bound(a[ok][0], k[ok][0], h))
 # 1/σ(x̄_ℓ) then makes the maps expand).
 
 # %%
-plain = random_stack(8, 8, 6, 2, "causal", P=4, seed=1)
+plain = StackSpec(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed=1).build()
 print(ns.gate_certificate(plain))
-contractive = random_stack(8, 8, 6, 2, "causal", P=4, seed=1, decay=2.0, ln_gain=0.2, weight_scale=0.5)
+contractive = StackSpec(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed=1, knobs={"decay": 2.0, "ln_gain": 0.2, "weight_scale": 0.5}).build()
 cert = ns.gate_certificate(contractive)
 print(cert)
 

@@ -15,7 +15,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from numerics.generated import slow_manifold as gen
-from numerics.stack import random_stack
+from numerics.spec import StackSpec
 
 
 def _positive(value, name):
@@ -27,7 +27,7 @@ def paths(T: int, P: int, d: int, heads: int, seed: int = 0, device=None, dtype=
     """(fast Attention, SlowPath) of one random hierarchical layer (docs/theory.md §0)."""
     for name, v in (("T", T), ("P", P), ("d", d), ("heads", heads)):
         _positive(v, name)
-    layer = random_stack(T, d, 1, heads, "causal", P=P, seed=seed, device=device, dtype=dtype).layers[0]
+    layer = StackSpec.of(T=T, d=d, layers=1, heads=heads, kernel="causal", P=P, seed=seed, device=device, dtype=dtype).build().layers[0]
     return layer.attn, layer.slow
 
 

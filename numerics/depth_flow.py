@@ -147,7 +147,7 @@ def smooth_stacks_outputs(T: int, d: int, depths, *, heads: int = 2, kernel: str
     """(X0, {L: X_L}) for smooth-path stacks of each depth L (same seed ⇒ same path θ(t));
     ``stack_fn(L)`` replaces ``random_stack`` (a broken stack for the tests)."""
     X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed))
-    build = stack_fn or (lambda L: random_stack(T, d, L, heads, kernel, seed=seed, weight_path="smooth"))
+    build = stack_fn or (lambda L: StackSpec(T=T, d=d, layers=L, heads=heads, kernel=kernel, seed=seed, knobs={"weight_path": "smooth"}).build())
     with torch.no_grad():
         return X0, {L: build(L)(X0) for L in depths}
 
@@ -156,11 +156,11 @@ def smooth_stacks_errors(T: int, d: int, depths, *, heads: int = 2, kernel: str 
                          rtol: float = 1e-12, x_seed: int = 1):
     """‖X_L − X(1)‖_F for smooth-path stacks of each depth L (same seed ⇒ same path θ(t))."""
     X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed))
-    ref = flow_reference(random_stack(T, d, 1, heads, kernel, seed=seed, weight_path="smooth"), X0, rtol=rtol)
+    ref = flow_reference(StackSpec(T=T, d=d, layers=1, heads=heads, kernel=kernel, seed=seed, knobs={"weight_path": "smooth"}).build(), X0, rtol=rtol)
     errs = []
     with torch.no_grad():
         for L in depths:
-            stack = random_stack(T, d, L, heads, kernel, seed=seed, weight_path="smooth")
+            stack = StackSpec(T=T, d=d, layers=L, heads=heads, kernel=kernel, seed=seed, knobs={"weight_path": "smooth"}).build()
             errs.append(float((stack(X0) - ref).norm()))
     return errs
 
@@ -172,7 +172,7 @@ def iid_drift(T: int, d: int, depths, seeds, *, heads: int = 2, kernel: str = "c
     out = []
     with torch.no_grad():
         for L in depths:
-            vals = [float((random_stack(T, d, L, heads, kernel, seed=s)(X0) - X0).norm()) for s in seeds]
+            vals = [float((StackSpec(T=T, d=d, layers=L, heads=heads, kernel=kernel, seed=s).build()(X0) - X0).norm()) for s in seeds]
             out.append(sum(vals) / len(vals))
     return out
 
@@ -185,7 +185,7 @@ def iid_drift_prediction(T: int, d: int, draws: int, L: int, *, heads: int = 2, 
     (seeds seed0.., disjoint from the stacks measured)."""
     X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed))
     with torch.no_grad():
-        sq = [float(random_stack(T, d, 1, heads, kernel, seed=seed0 + k).layers[0].vector_field(X0).norm()) ** 2
+        sq = [float(StackSpec(T=T, d=d, layers=1, heads=heads, kernel=kernel, seed=seed0 + k).build().layers[0].vector_field(X0).norm()) ** 2
               for k in range(draws)]
     return (sum(sq) / draws / L) ** 0.5
 

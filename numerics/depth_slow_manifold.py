@@ -207,7 +207,7 @@ def alibi_stack(slope: float, **kw) -> Stack:
     eigenvalues λ_k = (1 − e^{−m})/(1 − e^{−m(k+1)}), so λ₂ = 1/(1 + e^{−m}) → 1 as the slope m grows
     (the spectral gap 1 − λ₂ closes)."""
     from numerics.factorisation import set_alibi_slopes
-    from numerics.stack import random_stack
+    from numerics.spec import StackSpec
 
-    stack = random_stack(kernel="alibi", heads=1, **kw)
+    stack = StackSpec.of(kernel="alibi", heads=1, **kw).build()
     return set_alibi_slopes(stack, [slope])

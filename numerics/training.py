@@ -50,7 +50,7 @@ from numerics.decision_rule import ALPHA, ARMS, GATE_RATIO, MIN_CAPTURE, Z, pair
 from numerics.language_model import LanguageModel, local_causal_bias, next_token_loss, next_token_losses
 from numerics.source_key import (  # noqa: F401
     REPO, SOURCE_PACKAGES, cache_dir_for, default_cache_dir, source_closure, source_key)
-from numerics.stack import random_stack
+from numerics.spec import StackSpec
 
 FAST_KERNELS = ("local", "causal")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -291,7 +291,7 @@ class HierarchicalLM(LanguageModel):
 
     def __init__(self, cfg: TrainConfig, seed: int):
         dtype = DTYPES[cfg.dtype]
-        stack = random_stack(cfg.T, cfg.d, cfg.layers, cfg.heads, "causal", P=cfg.P, seed=seed, dtype=dtype)
+        stack = StackSpec.of(T=cfg.T, d=cfg.d, layers=cfg.layers, heads=cfg.heads, kernel="causal", P=cfg.P, seed=seed, dtype=dtype).build()
         if cfg.fast_kernel == "local":
             for layer in stack.layers:
                 layer.attn.bias = local_causal_bias(cfg.T, cfg.P, cfg.heads, dtype)

@@ -1,10 +1,12 @@
 """The headline: an abstract of the ledger, the claims table and the real-Transformer bullets, generated.
 
 Every sentence is built from a record: the ledger JSON (``fastslow check --json docs/ledger.json``) and the
-committed measurement files under docs/ (docs/reach/*.json, docs/trained/*.json).  A number that is in no
-record is not written.  ``python -m proofs_check.headline --write README.md`` rewrites README.md's generated
-section (between ``<!-- generated:claims -->`` and ``<!-- /generated:claims -->``); ``--check README.md``
-exits 1 when that section is stale.
+committed measurement files under docs/ (docs/reach/*.json, docs/trained/*.json, the performance log
+docs/timings.json).  A number that is in no record is not written.  ``python -m proofs_check.headline --write
+FILE`` rewrites every generated section FILE has, each between ``<!-- generated:NAME -->`` and
+``<!-- /generated:NAME -->``: ``claims`` (README.md: abstract, claims table, real-Transformer bullets),
+``timings`` (README.md: the timing sentences) and ``summary`` (docs/claims.md: ``fastslow check --summary``'s
+table); ``--check FILE`` exits 1 when one of them is stale.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 LEDGER = DOCS / "ledger.json"
 BEGIN, END = "<!-- generated:claims -->", "<!-- /generated:claims -->"
+
+
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
 NEGATIVE = ((Standing.FAILS, "Fail in the paper's setting"),
             (Standing.ABSENT, "Absent in the paper's setting (the effect is not there)"),
             (Standing.VACUOUS, "Vacuous in the paper's setting (the bound cannot bind)"))
@@ -222,27 +228,48 @@ def load_ledger(path: Path = LEDGER) -> dict:
     return json.loads(Path(path).read_text())
 
 
-def splice(readme: str, section: str) -> str:
-    """``readme`` with the text between the markers replaced by ``section`` (ValueError without markers)."""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"README has no {BEGIN} … {END} section")
-    return readme[:start + len(BEGIN)] + "\n" + section.strip() + "\n" + readme[end:]
+def sections(ledger: dict) -> dict:
+    """Each generated section's name -> a function writing its text."""
+    from proofs_check.timings import timing_section
+    from proofs_check.verdicts.standing import summary_markdown
+
+    return {"claims": lambda: generated_section(ledger), "timings": timing_section,
+            "summary": lambda: summary_markdown(ledger)}
+
+
+def splice(readme: str, section: str, name: str = "claims") -> str:
+    """``readme`` with the text between section ``name``'s markers replaced by ``section`` (ValueError without
+    markers)."""
+    begin, end = markers(name)
+    start, stop = readme.find(begin), readme.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"README has no {begin} … {end} section")
+    return readme[:start + len(begin)] + "\n" + section.strip() + "\n" + readme[stop:]
+
+
+def regenerate(text: str, ledger: dict) -> str:
+    """``text`` with every generated section it has rewritten (ValueError when it has none)."""
+    found = {name: make for name, make in sections(ledger).items() if markers(name)[0] in text}
+    if not found:
+        raise ValueError(f"README has no {BEGIN} … {END} section (nor any other <!-- generated:NAME --> section)")
+    for name, make in found.items():
+        text = splice(text, make(), name)
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m proofs_check.headline", description=__doc__.splitlines()[0])
     parser.add_argument("--ledger", type=Path, default=LEDGER, help="the ledger JSON (default docs/ledger.json)")
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", type=Path, metavar="README", help="rewrite the generated section of README")
-    mode.add_argument("--check", type=Path, metavar="README", help="exit 1 when README's section is stale")
+    mode.add_argument("--write", type=Path, metavar="FILE", help="rewrite FILE's generated sections")
+    mode.add_argument("--check", type=Path, metavar="FILE", help="exit 1 when one of FILE's sections is stale")
     args = parser.parse_args(argv)
     path = args.write or args.check
     readme = path.read_text()
-    fresh = splice(readme, generated_section(load_ledger(args.ledger)))
+    fresh = regenerate(readme, load_ledger(args.ledger))
     if args.check:
         if fresh != readme:
-            print(f"{path}: the generated section is stale (python -m proofs_check.headline --write {path})",
+            print(f"{path}: a generated section is stale (python -m proofs_check.headline --write {path})",
                   file=sys.stderr)
             return 1
         return 0

@@ -77,11 +77,11 @@ def gap(sigma: torch.Tensor) -> dict:
 def truncated_stack(stack, T: int):
     """The stack rebuilt on the first T tokens: the same weights, the kernel's mask cut to T.  For a causal
     kernel its outputs are the first T rows of the full stack's."""
-    from numerics.stack import random_stack
+    from numerics.spec import StackSpec
 
     cfg = {**stack.config.as_dict(), "T": T}
     param = next(stack.parameters())
-    short = random_stack(**cfg, dtype=param.dtype, device=param.device)
+    short = StackSpec.of(dtype=param.dtype, device=param.device, **cfg).build()
     short.requires_grad_(param.requires_grad)  # a measured stack (no gradients) stays one
     state = {k: v for k, v in stack.state_dict().items() if not k.endswith("attn.bias")}
     missing, unexpected = short.load_state_dict(state, strict=False)

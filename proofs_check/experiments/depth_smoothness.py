@@ -75,11 +75,10 @@ def stack_roughness(stack, reference=None) -> dict[str, float]:
 def calibration(depths=DEPTHS, d: int = 16, seed: int = 0) -> dict:
     """The estimator on stacks with a known answer: the smooth weight path (r ∝ 1/L, slope −1) and
     i.i.d. layers (r ≈ √2 for the zero-mean matrices, slope 0), at the trained stacks' width."""
-    from numerics import random_stack
 
     out = {}
     for path in ("smooth", None):
-        rows = {L: stack_roughness(random_stack(8, d, L, 2, "causal", seed=seed, weight_path=path)) for L in depths}
+        rows = {L: stack_roughness(StackSpec(T=8, d=d, layers=L, heads=2, kernel="causal", seed=seed, knobs={"weight_path": path}).build()) for L in depths}
         out["smooth" if path else "iid"] = {
             "by_depth": {str(L): rows[L] for L in depths},
             "slope": {g: loglog_fit(depths, [rows[L][g] for L in depths]).slope for g in GROUPS}}

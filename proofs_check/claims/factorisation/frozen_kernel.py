@@ -11,7 +11,6 @@ from __future__ import annotations
 import torch
 
 from numerics import factorisation as nf
-from numerics import random_stack
 from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
 from numerics.mode_blocks import affine_blocks, depth_product
@@ -214,7 +213,7 @@ def check_2_1(ctx) -> ClaimResult:
     rows.append({"paper layer rel. error": layer_errs, "tolerance": EXACT})
     # float64 forward passes of ≤ 4 layers on O(1) values agree to ~1e-16: EXACT = 1e-12 relative
     worst = max(worst, max(layer_errs.values()) / EXACT)
-    st = random_stack(6, 8, 4, 2, "causal", seed=0)
+    st = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=0).build()
     Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     mass, predicted = inhomogeneity_control(st, random_xbar(8, 100), Z, CONTROL_DELTA_2_1)
     ok = abs(mass / predicted - 1) <= CONTROL_BAND_2_1

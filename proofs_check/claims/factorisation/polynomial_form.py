@@ -12,7 +12,6 @@ import torch
 
 from numerics import factorisation as nf
 from numerics import matrix_free as mf
-from numerics import random_stack
 from numerics.jacobians import eigen_blocks, reference_input, state_jacobian
 from numerics.spec import StackSpec
 from numerics.stack import random_xbar
@@ -33,7 +32,7 @@ def eigen_coordinate_errors(Ts, d=4, L=3, seed=0):
     rows = []
     mpmath.mp.dps = 60
     for T in Ts:
-        st = random_stack(T, d, L, 1, "causal", seed=seed)
+        st = StackSpec(T=T, d=d, layers=L, heads=1, kernel="causal", seed=seed).build()
         xbar = random_xbar(d, 300)
         A = st.frozen_kernel()
         K = nf.polynomial_coefficients(st, xbar).detach()
@@ -68,7 +67,7 @@ def _polynomial_specs(arch, ctx):
 
 def polynomial_form_error(T, d=16, L=8, seed=0, probes=8, stack=None):
     """max over random probes E of ‖J_autograd E − Σ A^m E K_mᵀ‖ / (‖J‖_est ‖E‖) at 1x̄ᵀ, T tokens."""
-    st = random_stack(T, d, L, 2, "causal", seed=seed) if stack is None else stack
+    st = StackSpec(T=T, d=d, layers=L, heads=2, kernel="causal", seed=seed).build() if stack is None else stack
     xbar = random_xbar(d, 400)
     A = st.frozen_kernel()
     K = nf.polynomial_coefficients(st, xbar).detach()

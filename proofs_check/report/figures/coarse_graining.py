@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from numerics import coarse_graining as ncg
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.report.figures import figure, save
 
@@ -31,7 +31,7 @@ def render_mode_products(ctx, out_dir):
     panels = [("causal", 0.0), ("causal", 20.0), ("full", 20.0)]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for ax, (kernel, c) in zip(axes, panels):
-        sd = ncg.saturation_depth(random_stack(6, d, 16, 2, kernel, seed=0, value_scale=c), random_xbar(d), TAU)
+        sd = ncg.saturation_depth(StackSpec(T=6, d=d, layers=16, heads=2, kernel=kernel, seed=0, knobs={"value_scale": c}).build(), random_xbar(d), TAU)
         depth = range(sd.layers)
         for k, lam in enumerate(sd.lambdas):
             ax.plot(depth, sd.ratios[:, k].numpy(), marker="o", ms=3, label=f"λ = {eigenvalue_label(lam)}")
@@ -66,7 +66,7 @@ def render_coarse_graining_residual(ctx, out_dir):
     colors = {"causal": "tab:red", "full": "tab:blue", "block": "tab:green"}
     for kernel, col in colors.items():
         for c, ls in ((20.0, "-"), (0.0, ":")):
-            st = random_stack(8, 8, layers, 2, kernel, P=4, seed=0, value_scale=c)
+            st = StackSpec(T=8, d=8, layers=layers, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": c}).build()
             res = [ncg.factoring_residuals(J, 8, 8, 4) for J in ncg.depth_jacobians(st, X0)]
             depth = range(1, layers + 1)
             ax2.plot(depth, [r.two_sided for r in res], ls=ls, color=col, marker="o", ms=3,

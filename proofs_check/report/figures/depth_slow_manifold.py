@@ -4,7 +4,7 @@ order in η, the distance of real trajectories from the coarse manifold, and the
 from __future__ import annotations
 
 from numerics import depth_slow_manifold as nds
-from numerics.stack import random_stack, random_xbar
+from numerics.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.report.figures import figure, save
 from proofs_check.report.figures.coarse_graining import eigenvalue_label
@@ -42,7 +42,7 @@ def render_depth_clock(ctx, out_dir):
     # (a) r_ℓ(λ) against σ̃_ℓ/σ̃_0: random stacks (dots), the clock (lines), the power law (dotted)
     ax = axes[0]
     for kernel, marker in (("causal", "o"), ("full", "s")):
-        stack = random_stack(6, d, L, 2, kernel, seed=0, value_scale=20.0)
+        stack = StackSpec(T=6, d=d, layers=L, heads=2, kernel=kernel, seed=0, knobs={"value_scale": 20.0}).build()
         lams, r = nds.measured_ratios(stack, xbar)
         rhat = nds.clock_ratios(stack, xbar, lams)
         rpow = nds.clock_power_ratios(stack, xbar, lams)
@@ -61,7 +61,7 @@ def render_depth_clock(ctx, out_dir):
     # (b) the residual after ℓ* along θ(η): slope 1
     ax = axes[1]
     for kernel, col in (("causal", "tab:blue"), ("full", "tab:red")):
-        base = random_stack(6, d, L, 2, kernel, seed=0, value_scale=20.0)
+        base = StackSpec(T=6, d=d, layers=L, heads=2, kernel=kernel, seed=0, knobs={"value_scale": 20.0}).build()
         etas = [2.0**-k for k in range(12, 0, -1)]
         res = []
         for eta in etas:
@@ -77,7 +77,7 @@ def render_depth_clock(ctx, out_dir):
     # (c) real trajectories: distance from the coarse manifold vs the clock's matrix form
     ax = axes[2]
     for kernel, col in (("causal", "tab:blue"), ("full", "tab:red")):
-        stack = random_stack(6, d, L, 2, kernel, seed=0, value_scale=20.0)
+        stack = StackSpec(T=6, d=d, layers=L, heads=2, kernel=kernel, seed=0, knobs={"value_scale": 20.0}).build()
         rr = nds.distance_reach(stack, chk.synthetic_inputs(6, 0, xbar))
         for k, s0 in enumerate(chk.SPREADS):
             ax.plot(range(1, L + 1), rr["measured"][k], "o" if k else "s", ms=3, color=col,

@@ -15,10 +15,10 @@ from proofs_check.report.figures import figure, save
 def block_diagonality(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import random_stack
+    from numerics.spec import StackSpec
 
     T, d = 16, 4 if ctx.quick else 8
-    st = random_stack(T, d, 4, 2, "causal", seed=0, value_scale=1.0)
+    st = StackSpec(T=T, d=d, layers=4, heads=2, kernel="causal", seed=0, knobs={"value_scale": 1.0}).build()
     xbar = random_xbar(d, 100)
     _, S, _, Jt = frozen_kernel.transformed(st, xbar.expand(T, d).clone())
     fig, ax = plt.subplots(figsize=(6, 5))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
@@ -21,7 +21,7 @@ def render_visibility_spectrum(ctx, out_dir):
     d = 4 if ctx.quick else 8
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label, kw, marker in (("no slow path", {}, "o"), ("slow path, g = 0", {"P": 4}, "s")):
-        vis = nv.visibility(random_stack(8, d, 3, 2, "full", seed=0, **kw), random_xbar(d))
+        vis = nv.visibility(StackSpec.of(T=8, d=d, layers=3, heads=2, kernel="full", seed=0, **kw).build(), random_xbar(d))
         sv = vis.singular_values[: vis.rank + 8].clamp_min(1e-18).numpy()
         ax.semilogy(range(1, len(sv) + 1), sv, marker=marker, ls="-", ms=4,
                     label=f"{label}: visible {vis.visible_dim}, invisible {vis.invisible_dim}, "
@@ -40,7 +40,7 @@ def render_response_slopes(ctx, out_dir):
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for kernel, col in (("full", "tab:blue"), ("block", "tab:green")):
-        st = random_stack(8, 8, 3, 2, kernel, P=4, seed=0, value_scale=1.0)
+        st = StackSpec(T=8, d=8, layers=3, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 1.0}).build()
         for name, p, ls in (("decaying (wᵀp = 0)", nv.decaying_offset(st, 7), "-"),
                             ("mean-carrying", nv.mean_carrying_offset(st, 7), "--")):
             r = nv.persistent_response(st, random_xbar(8), p, DELTAS)
