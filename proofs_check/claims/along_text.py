@@ -318,3 +318,33 @@ def coarse_residual(spec) -> Verdict:
                    "the pooled flow leaks from within-block deviations, ‖ΠJ(I − Q)V‖/‖JV‖ =",
                    exact_at="1x̄ᵀ with a kernel that leaves ker Π invariant (full or block; the causal kernel "
                             "misses there too)")
+
+
+def stability_margin(spec, cid: str) -> Verdict:
+    """5.1 and 5.3 on a checkpoint's weights: the gate bound g* (and 5.3's bracket above it) exists only where the
+    stability margin μ > 0.  Measured (``proofs_check.claims.paper_setting.margin_record``): μ⁺ ≥ μ over the
+    homogeneous modes at the text's token mean (autograd, against central differences) and the mean direction's
+    gain per layer, 1 − hα, at the reference and along the held-out text's visited states (jvp).  μ⁺ ≤ 0: no
+    gate is certified on these weights, the bound is vacuous.  Routes that disagree raise (an error, not a
+    verdict)."""
+    from proofs_check.claims import paper_setting as ps
+
+    h = text(spec)
+    r = ps.margin_record(VI.plain(h.stack), h.X0)
+    if not ps.margin_routes_agree(r):
+        raise RuntimeError(f"the margin's routes disagree: norms vs central differences {r['norm_route_ratio']:.3g}, "
+                           f"mean-direction gains vs 1 − hα {r['mean_gain_ratio']:.3g} of their tolerances")
+    what = "g*" if cid == "5.1" else "the bracket g* ≤ g_on ≤ g⁺"
+    gains = ", ".join(f"{g:.6g}" for g in r["visited_mean_gains"])
+    if r["mu_upper"] <= 0:
+        condition = (f"μ > 0 (a contractive stack: residual decay α > 0); on these weights μ ≤ μ⁺ = {r['mu_upper']:.4g} "
+                     f"(h = {r['h']:g}, ‖G_ℓ‖ = {', '.join(f'{a:.3g}' for a in r['norms'])}; the mean direction keeps "
+                     f"gain {gains} along the held-out text, 1 − hα = {r['predicted_mean_gain']:g}), so {what} does not "
+                     f"exist: the bound is vacuous here")
+    else:
+        condition = (f"μ > 0 and the slow path's maps K_ℓ; μ⁺ = {r['mu_upper']:.4g} > 0 on these weights (necessary, "
+                     f"not sufficient: the certificate needs a slow path)")
+    measured = {**r, "form": "stability margin on the weights",
+                "route": "autograd G_ℓ against central differences (Richardson-bounded); jvp along the visited states"}
+    return Verdict(cid, "conditional", measured=measured, predicted={"mu_upper": r["mu_upper"], "needs": "μ > 0"},
+                   error=max(r["norm_route_ratio"], r["mean_gain_ratio"]), tolerance=1.0, condition=condition)

@@ -48,11 +48,15 @@ def bound_tolerance(L: int, N: int, kappa: float) -> float:
     return 10 * L * N * U * kappa
 
 
-@on_stack("5.3", specs=specs_5_3, not_applicable=_not_preln)
+@on_stack("5.3", specs=specs_5_3, not_applicable=_not_preln, along_text=True)
 def evaluate_5_3(spec, ctx) -> Verdict:
     """g* ≤ g_on ≤ g⁺ on one hierarchical stack, and the determinant bound ‖Π(G_ℓ + hgK_ℓ)‖ ≥ exp(S(g)/N) at gates
     where S > 0.  ``measured``: ``onset_min`` (the smaller sign's), ``onset_linear``, ``onset_real`` (per sign),
     ``tightness``; ``predicted``: ``g_star`` (5.1's certified lower end), ``g_plus_min``, ``g_plus`` (per sign), ``mu``."""
+    if spec.checkpoint is not None:   # trained or imported weights: the margin μ that g* needs
+        from proofs_check.claims import along_text
+
+        return along_text.stability_margin(spec, "5.3")
     if spec.P is None:
         return Verdict("5.3", "n/a", reason=NEEDS_HIERARCHICAL)
     if spec.dtype != "float64":

@@ -33,14 +33,28 @@ PAPER_MARGIN_SPEC = dict(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed
 
 @functools.lru_cache(maxsize=1)
 def paper_margin() -> dict:
-    """The stability margin μ = −(1/(Lh)) Σ_ℓ log‖G_ℓ‖ of the certificate on the paper's setting
-    (:data:`PAPER_MARGIN_SPEC`), with its interval enclosure.  g* exists only where μ > 0: at μ ≤ 0 no gate is
-    certified and the bound (5.1), and the onset bracket built on it (5.3), cannot bind."""
+    """The stability margin μ = −(1/(Lh)) Σ_ℓ log‖G_ℓ‖ of the certificate in the paper's setting: on the i.i.d.
+    undamped causal stack :data:`PAPER_MARGIN_SPEC` (with its interval enclosure), and on trained weights, the
+    committed byte GPT-2 (h = 1), through its upper bound μ⁺ ≥ μ over the homogeneous modes
+    (``proofs_check.claims.paper_setting``).  g* exists only where μ > 0: at μ ≤ 0 no gate is certified and the
+    bound (5.1), and the onset bracket built on it (5.3), cannot bind.  Undamped pre-LN layers keep the mean
+    direction 1_d at gain exactly 1 (LN subtracts it), so μ ≤ 0 holds there for any weights."""
+    from proofs_check.claims import paper_setting as ps
+
     spec = StackSpec(**PAPER_MARGIN_SPEC)
     e = ns.gate_certificate(ns.at_zero_gate(spec.build())).enclosure
-    return measurement(f"stability margin μ (interval [{e.mu_lo:.6g}, {e.mu_hi:.6g}]) on {spec.label()}, undamped",
-                       round(e.mu, 6), "g* exists only where μ > 0", "vacuous" if e.mu_hi <= 0 else "holds",
-                       short=f"margin μ = {e.mu:.2f} on the undamped causal stack at h = 1 (g* needs μ > 0)")
+    trained = ps.trained_gpt2_margin()
+    if not ps.margin_routes_agree(trained):
+        raise RuntimeError("the trained margin's routes disagree (autograd vs central differences, gains vs 1 − hα)")
+    vacuous = e.mu_hi <= 0 and trained["mu_upper"] <= 0
+    return measurement(f"stability margin μ (interval [{e.mu_lo:.6g}, {e.mu_hi:.6g}]) on {spec.label()}, undamped; "
+                       f"μ⁺ ≥ μ on the trained byte GPT-2 (docs/trained/gpt2-bytes)",
+                       [round(e.mu, 6), round(trained["mu_upper"], 6)], "g* exists only where μ > 0",
+                       "vacuous" if vacuous else "holds",
+                       short=f"margin μ = {e.mu:.2f} on the undamped causal stack at h = 1 and μ ≤ "
+                             f"{trained['mu_upper']:.2f} on the trained byte GPT-2 (g* needs μ > 0; the mean direction "
+                             f"keeps gain 1, so μ ≤ 0 for any undamped pre-LN weights)")
+
 
 #: Gate step of the central difference that measures K_ℓ on the real layer.
 FD_STEP = 1e-4
@@ -81,7 +95,7 @@ def _specs_5_1(arch: str, ctx) -> list[StackSpec]:
     return [matrix_spec(arch, ctx, P=2, knobs={"decay": 6.0}, compress_gate=0.0)]
 
 
-@on_stack("5.1", specs=_specs_5_1)
+@on_stack("5.1", specs=_specs_5_1, along_text=True)
 def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     """Claim 5.1 on one stack: the certified gate bound against the real gated stack.
 
@@ -98,6 +112,10 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     ``expands_at_zero``, ``log_norm_below`` (max log‖Π_ℓ ΠJ_ℓ(±0.99 g_lo)Π⁺‖), ``G_route_error``,
     ``K_route_error``, ``norms_G``, ``norms_K``, ``method``, ``slow_modes``.
     """
+    if spec.checkpoint is not None:   # trained or imported weights: the margin μ on them
+        from proofs_check.claims import along_text
+
+        return along_text.stability_margin(spec, "5.1")
     if spec.arch != "preln":
         return _full_state_5_1(spec, ctx)
     if spec.P is None:
