@@ -2,7 +2,7 @@
 
 from numerics.stack import Stack, StackConfig, random_stack, resolve_device
 from numerics.factorisation import mode_blocks
-from numerics import architectures  # noqa: F401  (registers the variants with random_stack)
-from numerics.spec import StackSpec
+from numerics import architectures  # noqa: F401  (registers the variants with build)
+from numerics.spec import StackSpec, build
 
-__all__ = ["Stack", "StackConfig", "StackSpec", "mode_blocks", "random_stack", "resolve_device"]
+__all__ = ["Stack", "StackConfig", "StackSpec", "build", "mode_blocks", "random_stack", "resolve_device"]

@@ -15,7 +15,7 @@ import math
 import numbers
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 
 #: the seed range: torch.Generator.manual_seed takes 64-bit seeds and simulate uses seed + 1.
 SEED_MAX = 2**63 - 1
@@ -103,6 +103,8 @@ def _message(exc: ValidationError, data: dict) -> str:
     """The first pydantic error as one line naming the parameter (dotted when nested) and its value."""
     err = exc.errors()[0]
     loc = err["loc"]
+    if len(loc) == 2 and loc[0] == "knobs":  # a knob is named by its own name, as on the command line
+        loc, data = loc[1:], data.get("knobs") or {}
     name = _where(loc) if loc else "input"
     if err["type"] == "value_error":
         text = str(err["ctx"]["error"])
@@ -138,7 +140,7 @@ def check_representable(name: str, value: float, dtype) -> None:
     limit = magnitude_limit(dtype)
     allowed = f"allowed: 0 or {info.tiny:.3g} ≤ |{name}| < {limit:.3g} in {str(dtype).replace('torch.', '')}"
     if value != 0 and abs(value) < info.tiny:
-        stored = float(torch.tensor(value, dtype=torch.float64).to(dtype))
+        stored = float(torch.tensor(value, dtype=torch.float64, device="cpu").to(dtype))  # host: a Python float's value in dtype
         raise InvalidInput(f"{name}={value!r} cannot be held by the stack's dtype (stored as {stored!r}); "
                            + allowed)
     if abs(value) >= limit:
@@ -181,22 +183,23 @@ class StackKnobs(BaseModel):
     attn_bias: bool = Field(False, description="draw the attention biases b_Q, b_O (GPT-2's block)")
 
 
-class StackParams(StackKnobs):
-    """The arguments of ``random_stack`` (docs/theory.md §0), each checked before a weight is drawn."""
+#: the spec fields that are the stack's sizes, kernel, block length, architecture and seed: with the knobs,
+#: a stack's flat configuration (``numerics.stack.StackConfig``, ``StackParams``)
+SHAPE_FIELDS = ("T", "d", "layers", "heads", "kernel", "P", "arch", "seed")
+
+
+def _flat_fields(model: type[BaseModel], names: tuple) -> dict:
+    """``create_model`` arguments: ``model``'s fields ``names``, with their types, ranges and defaults."""
+    return {name: (model.model_fields[name].annotation, model.model_fields[name]) for name in names}
+
+
+class _FlatChecks(BaseModel):
+    """The checks that need several fields at once, run on the flat configuration with its dtype."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    T: PositiveInt
-    d: PositiveInt
-    layers: PositiveInt
-    heads: PositiveInt
-    kernel: str
-    P: OptionalPositiveInt = None
-    seed: Seed = 0
-    dtype: Any = None
-
     @model_validator(mode="after")
-    def _structure(self) -> "StackParams":
+    def _structure(self):
         import torch
 
         from numerics import kernels as K
@@ -221,17 +224,6 @@ class StackParams(StackKnobs):
         return self
 
 
-def validate_stack(**kwargs) -> StackParams:
-    """Check ``random_stack``'s arguments, then that the stack fits in memory."""
-    params = _validate(StackParams, kwargs)
-    from numerics.memory import check_fits, stack_bytes
-
-    check_fits(stack_bytes(params.T, params.d, params.layers, params.heads, params.P,
-                           mlp_ratio=params.mlp_ratio, dtype=params.dtype),
-               what=f"a stack with T={params.T} d={params.d} layers={params.layers} heads={params.heads}")
-    return params
-
-
 # -- what a stack spec (numerics.spec.StackSpec) may name --------------------------------------
 #: the dtypes a spec may name
 SPEC_DTYPES = ("float64", "float32")
@@ -252,30 +244,55 @@ def knob_kinds(model: type[BaseModel] = StackKnobs) -> dict[str, str]:
 def knob_flag(name: str) -> str:
     """The command-line option of knob ``name``: ``value_scale`` -> ``--value-scale``."""
     return "--" + name.replace("_", "-")
+
+
 SpecDtype = one_of(SPEC_DTYPES)
 
 
 class StackSpecModel(BaseModel):
-    """One stack as a JSON document (``StackSpec.as_dict()``): its fields, their types and ranges.
+    """The declaration of a stack (docs/theory.md §0): every field, its type, range and default.
 
-    The knobs are :class:`StackKnobs` (only the ones set); the structural
-    checks that need several fields at once (heads dividing d, T divisible by P, what the
-    dtype can hold) are ``StackParams``' when the stack is built, and ``arch_options`` are the
-    architecture's to check (``numerics.architectures.resolve_options``).
+    Everything else is read off it: ``numerics.spec.StackSpec`` (the frozen value every stack is
+    built from, and this model is its JSON document: a checkpoint manifest's ``spec``, a sweep
+    row's stack), the flat configuration ``numerics.stack.StackConfig`` a built stack carries,
+    :class:`StackParams` (the checks run before a weight is drawn), ``fastslow simulate``'s flags
+    and the sweeps' axes and Parquet columns.  The knobs are :class:`StackKnobs` (only the ones set
+    are stored); the structural checks that need several fields at once (heads dividing d, T
+    divisible by P, what the dtype can hold) are ``StackParams``' when the stack is built, and
+    ``arch_options`` are the architecture's to check (``numerics.architectures.resolve_options``).
     """
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    T: PositiveInt = Field(description="tokens")
-    d: PositiveInt = Field(description="the residual width")
-    layers: PositiveInt
-    heads: PositiveInt
-    kernel: str = Field(description="the fast path's kernel (numerics.kernels.KERNELS)")
-    P: OptionalPositiveInt = Field(description="the slow path's block length (None: no slow path)")
-    arch: str = Field(description="the architecture: preln or a variant of numerics.architectures")
-    seed: Seed
-    knobs: StackKnobs = Field(description="the random_stack knobs set, the others at their defaults")
-    arch_options: dict[str, Any] = Field(description="the variant's options")
-    dtype: SpecDtype
-    device: str
-    checkpoint: str | None = Field(description="a trained checkpoint whose weights replace the random draw")
+    T: PositiveInt = Field(6, description="tokens")
+    d: PositiveInt = Field(4, description="the residual width")
+    layers: PositiveInt = Field(3, description="the depth L")
+    heads: PositiveInt = Field(2, description="attention heads (divides d)")
+    kernel: str = Field("causal", description="the fast path's kernel (numerics.kernels.KERNELS)")
+    P: OptionalPositiveInt = Field(None, description="the slow path's block length (None: no slow path)")
+    arch: str = Field("preln", description="the architecture: preln or a variant of numerics.architectures")
+    seed: Seed = Field(0, description="the seed of the weights' draw")
+    knobs: StackKnobs = Field(StackKnobs(), description="the knobs set, the others at their defaults")
+    arch_options: dict[str, Any] = Field({}, description="the variant's options")
+    dtype: SpecDtype = Field("float64", description="the stack's dtype")
+    device: str = Field("cpu", description="cpu, cuda or auto (cuda when available)")
+    checkpoint: str | None = Field(None, description="a trained checkpoint whose weights replace the random draw")
+
+
+#: The checks of a stack's flat configuration (its shape fields, knobs and torch dtype), run before a
+#: weight is drawn: the declaration's shape fields on top of the knobs, plus the multi-field checks.
+StackParams = create_model(
+    "StackParams", __base__=_FlatChecks, __module__=__name__,
+    **_flat_fields(StackSpecModel, SHAPE_FIELDS), **_flat_fields(StackKnobs, KNOBS),
+    dtype=(Any, Field(None, description="the stack's torch dtype (None: float64)")))
+
+
+def validate_stack(**kwargs) -> StackParams:
+    """Check a stack's flat configuration (sizes, knobs, seed, torch dtype), then that it fits in memory."""
+    params = _validate(StackParams, kwargs)
+    from numerics.memory import check_fits, stack_bytes
+
+    check_fits(stack_bytes(params.T, params.d, params.layers, params.heads, params.P,
+                           mlp_ratio=params.mlp_ratio, dtype=params.dtype),
+               what=f"a stack with T={params.T} d={params.d} layers={params.layers} heads={params.heads}")
+    return params

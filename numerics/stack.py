@@ -300,63 +300,46 @@ def _draw_layer_params(layer: Layer, cfg: StackConfig, gen: torch.Generator) -> 
     return params
 
 
-def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | None = None,
-                 gate: float = 0.0, seed: int = 0, dtype=torch.float64, device=None,
-                 mlp_ratio: int = 4, weight_path: str | None = None, *, slow_kernel: str = "causal",
-                 block_size: int | None = None, value_scale: float = 0.0, weight_scale: float = 1.0,
-                 decay: float = 0.0, ln_gain: float = 1.0, arch: str = "preln",
-                 arch_options: dict | None = None, step: float | None = None, activation: str = "gelu",
-                 ln_eps: float = LN_EPS, attn_bias: bool = False) -> Stack:
-    """Draw a random untied pre-LN stack (docs/theory.md §0), reproducibly from ``seed``.
+def _draw(spec) -> Stack:
+    """Draw the random stack ``spec`` (a ``numerics.spec.StackSpec``) names (docs/theory.md §0), from its seed.
 
-    ``arch`` other than ``"preln"`` returns an architecture variant built from the same
-    modules and draws (``numerics.architectures``: postln, relu, looped, hrm, mhc,
-    compressed), configured by ``arch_options``.
+    Reached through ``numerics.spec.build`` only.  ``arch`` other than ``"preln"`` hands the spec to
+    the variant's builder (``numerics.architectures``: postln, relu, looped, hrm, mhc, compressed),
+    configured by ``arch_options``.
 
-    Every argument is checked first (``numerics.params.validate_stack``: types, ranges,
-    what ``dtype`` can hold, and whether the stack fits in the available memory).
-    Weights are drawn in float64 on the CPU from ``torch.Generator().manual_seed(seed)``
-    and then moved to ``dtype``/``device``, so a seed means the same stack everywhere.
-    ``weight_path=None`` draws every layer i.i.d.; ``"smooth"`` samples θ_ℓ = θ(ℓh) from
-    θ(t) = Σ_k cos(πkt) Θ_k / (1+k)², with Θ_k i.i.d. draws (k < 4).
-    ``step`` (default 1/L), ``activation``, ``ln_eps`` and ``attn_bias`` configure GPT-2's block
-    (module docstring); ``attn_bias`` draws b_Q, b_O like the other biases.  The variants take
-    them at their defaults only.
+    Every field is checked first (``numerics.params.validate_stack``: types, ranges, what the
+    dtype can hold, and whether the stack fits in the available memory).  Weights are drawn in
+    float64 on the CPU from ``torch.Generator().manual_seed(seed)`` and then moved to the
+    dtype/device, so a seed means the same stack everywhere.  ``weight_path=None`` draws every
+    layer i.i.d.; ``"smooth"`` samples θ_ℓ = θ(ℓh) from θ(t) = Σ_k cos(πkt) Θ_k / (1+k)², with
+    Θ_k i.i.d. draws (k < 4).  ``step`` (default 1/L), ``activation``, ``ln_eps`` and
+    ``attn_bias`` configure GPT-2's block (module docstring); ``attn_bias`` draws b_Q, b_O like
+    the other biases.  The variants take them at their defaults only.
     """
-    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise ValueError(f"dtype={dtype!r} must be a floating torch dtype")
     from numerics.params import validate_stack
+    from numerics.spec import DTYPES
 
-    validate_stack(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
-                   mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
-                   block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
-                   decay=decay, ln_gain=ln_gain, dtype=dtype, step=step, activation=activation,
-                   ln_eps=ln_eps, attn_bias=attn_bias)
-    block = {"step": step, "activation": activation, "ln_eps": ln_eps, "attn_bias": attn_bias}
-    changed = [k for k, v in block.items() if v != getattr(StackConfig, k)]
-    if arch != "preln" and changed:
-        raise ValueError(f"{changed[0]}={block[changed[0]]!r}: arch={arch!r} takes the default "
+    dtype = DTYPES[spec.dtype]
+    cfg = StackConfig(**spec.flat())
+    validate_stack(**cfg.as_dict(), dtype=dtype)
+    block = ("step", "activation", "ln_eps", "attn_bias")
+    changed = [k for k in block if getattr(cfg, k) != getattr(StackConfig, k)]
+    if spec.arch != "preln" and changed:
+        raise ValueError(f"{changed[0]}={getattr(cfg, changed[0])!r}: arch={spec.arch!r} takes the default "
                          f"{changed[0]} only (the GPT-2 block fields are preln's)")
-    if arch != "preln":
-        return VARIANTS[check_arch(arch)](arch, arch_options=arch_options, dtype=dtype, device=device, T=T, d=d, layers=layers,
-                     heads=heads, kernel=kernel, P=P, gate=gate, seed=seed, mlp_ratio=mlp_ratio,
-                     weight_path=weight_path, slow_kernel=slow_kernel, block_size=block_size,
-                     value_scale=value_scale, weight_scale=weight_scale, decay=decay, ln_gain=ln_gain)
-    if arch_options:
-        raise ValueError(f"arch_options={arch_options!r}: arch='preln' takes no options")
-    device = resolve_device(device)
-    cfg = StackConfig(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, gate=gate, seed=seed,
-                      mlp_ratio=mlp_ratio, weight_path=weight_path, slow_kernel=slow_kernel,
-                      block_size=block_size, value_scale=value_scale, weight_scale=weight_scale,
-                      decay=decay, ln_gain=ln_gain, **block)
+    if spec.arch != "preln":
+        return VARIANTS[check_arch(spec.arch)](spec)
+    if spec.arch_options:
+        raise ValueError(f"arch_options={dict(spec.arch_options)!r}: arch='preln' takes no options")
+    device = resolve_device(spec.device)
     stack = Stack(cfg).to(torch.float64)
-    gen = torch.Generator().manual_seed(seed)
-    if weight_path == "smooth":
+    gen = torch.Generator().manual_seed(cfg.seed)
+    if cfg.weight_path == "smooth":
         draws = [_draw_layer_params(stack.layers[0], cfg, gen) for _ in range(PATH_MODES)]
         path = {name: torch.stack([draws[k][name] / (1 + k) ** 2 for k in range(PATH_MODES)])
                 for name in draws[0]}
         stack._path = {name: coef.to(dtype=dtype, device=device) for name, coef in path.items()}
-        per_layer = [stack.weights_at(ell * cfg.h) for ell in range(layers)]
+        per_layer = [stack.weights_at(ell * cfg.h) for ell in range(cfg.layers)]
     else:
         per_layer = [_draw_layer_params(layer, cfg, gen) for layer in stack.layers]
     with torch.no_grad():
@@ -367,6 +350,13 @@ def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | 
     stack = stack.to(dtype=dtype, device=device)
     stack.check_finite()
     return stack
+
+
+def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | None = None, **fields):
+    """``build(StackSpec.of(...))`` from flat fields: the older spelling, kept while callers move to specs."""
+    from numerics.spec import StackSpec, build
+
+    return build(StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, **fields))
 
 
 def random_xbar(d: int, seed: int = 0) -> torch.Tensor:

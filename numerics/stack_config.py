@@ -1,6 +1,6 @@
 """A stack's configuration and the checks every constructor runs before any work.
 
-``StackConfig`` (everything that defines a random stack), ``validate_config``, the registry of
+``StackConfig`` (a built stack's flat configuration, read off ``numerics.params.StackSpecModel``), ``validate_config``, the registry of
 architecture variants (``register_variant``, ``check_arch``), ``check_input`` /
 ``unchecked_inputs`` (a stack's input X), ``resolve_device``.  ``numerics.stack`` re-exports them.
 """
@@ -9,38 +9,30 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, field, make_dataclass
 
 import torch
 
-LN_EPS = 1e-5
+from numerics.params import StackKnobs
+
+#: the LayerNorm eps of the base stack: the ``ln_eps`` knob's declared default
+LN_EPS = StackKnobs.model_fields["ln_eps"].default
 
 
-@dataclass(frozen=True)
-class StackConfig:
-    """Everything that defines a random stack; ``random_stack`` validates it."""
+def _config_fields():
+    """The flat configuration's fields, read off the declaration: the spec's shape fields, then the knobs."""
+    from numerics.params import KNOBS, SHAPE_FIELDS, StackSpecModel
 
-    T: int
-    d: int
-    layers: int
-    heads: int
-    kernel: str
-    P: int | None = None
-    gate: float = 0.0
-    seed: int = 0
-    mlp_ratio: int = 4
-    weight_path: str | None = None
-    slow_kernel: str = "causal"
-    block_size: int | None = None
-    value_scale: float = 0.0
-    weight_scale: float = 1.0
-    decay: float = 0.0
-    ln_gain: float = 1.0
-    arch: str = "preln"
-    step: float | None = None
-    activation: str = "gelu"
-    ln_eps: float = LN_EPS
-    attn_bias: bool = False
+    declared = {**{n: StackSpecModel.model_fields[n] for n in SHAPE_FIELDS},
+                **{n: StackKnobs.model_fields[n] for n in KNOBS}}
+    return make_dataclass("ConfigFields", [(n, f.annotation, field(default=f.get_default()))
+                                           for n, f in declared.items()], frozen=True)
+
+
+class StackConfig(_config_fields()):
+    """A built stack's flat configuration (``stack.config``): the shape fields of its spec
+    (``numerics.params.SHAPE_FIELDS``) and every knob, each at its declared default unless set.
+    ``numerics.spec.StackSpec.flat()`` makes one; the spec is what a stack is built from."""
 
     @property
     def h(self) -> float:
@@ -73,19 +65,18 @@ def validate_config(cfg: StackConfig, dtype=None) -> StackConfig:
     """
     from numerics.params import StackParams, _validate
 
-    fields = {k: v for k, v in cfg.as_dict().items() if k != "arch"}
-    _validate(StackParams, dict(fields, dtype=dtype))
+    _validate(StackParams, dict(cfg.as_dict(), dtype=dtype))
     check_arch(cfg.arch)
     return cfg
 
 
-#: arch name -> builder ``f(arch, *, arch_options, dtype, device, **random_stack_kwargs)``.
+#: arch name -> builder ``f(spec)`` of the variant a ``numerics.spec.StackSpec`` names.
 #: The base stack is "preln"; ``numerics.architectures`` registers the other variants on import.
 VARIANTS: dict = {}
 
 
 def register_variant(arch: str, builder) -> None:
-    """Make ``random_stack(..., arch=arch)`` call ``builder``."""
+    """Make ``build(spec)`` of a spec with ``arch=arch`` call ``builder(spec)``."""
     VARIANTS[arch] = builder
 
 

@@ -18,6 +18,11 @@ EXTRA_SEED_OFFSET = 1_000_003
 ARCHITECTURES: dict[str, type] = {}
 
 
+def base_spec(spec, **changes):
+    """The pre-LN spec a variant draws its base stack from: ``spec`` with ``changes``, no options."""
+    return replace(spec, arch="preln", arch_options=(), **changes)
+
+
 def check_arch(arch: str) -> str:
     if arch not in ARCHITECTURES:
         raise ValueError(f"arch={arch!r} is not one of {', '.join(ARCHITECTURES)}")
@@ -42,8 +47,8 @@ class ArchStack(nn.Module, metaclass=abc.ABCMeta):
 
     A subclass is one row of the table ``ARCHITECTURES``: it names itself (``arch``), owns its
     options (``OPTIONS``: name -> default, checked by ``check_options``) and how it is drawn from
-    ``random_stack``'s keyword arguments (``base_stack``: the base stack it wraps and its config);
-    defining it registers it (``build(arch=...)``, ``random_stack(arch=...)``).
+    a spec (``base_stack``: the base stack it wraps and its config); defining it registers it, so
+    that ``numerics.spec.build`` of a spec with its ``arch`` draws it.
     """
 
     arch: ClassVar[str]
@@ -69,9 +74,9 @@ class ArchStack(nn.Module, metaclass=abc.ABCMeta):
         """Raise ValueError naming a bad option value (``options`` holds every option)."""
 
     @classmethod
-    def base_stack(cls, kw: dict, dtype, device) -> tuple[S.Stack, S.StackConfig]:
-        """The base stack drawn from ``random_stack``'s keyword arguments ``kw``, and the variant's config."""
-        base = S.random_stack(**kw, dtype=dtype, device=device)
+    def base_stack(cls, spec) -> tuple[S.Stack, S.StackConfig]:
+        """The base stack ``spec`` draws (its pre-LN stack), and the variant's config."""
+        base = S._draw(base_spec(spec))
         return base, replace(base.config, arch=cls.arch)
 
 
@@ -151,11 +156,11 @@ class ArchStack(nn.Module, metaclass=abc.ABCMeta):
 def _depth_draws(shape, layers, cfg, gen) -> torch.Tensor:
     """(layers, *shape) standard normal draws: i.i.d. per layer, or on the smooth cosine path."""
     if cfg.weight_path == "smooth":
-        modes = [torch.randn(*shape, generator=gen, dtype=torch.float64) / (1 + k) ** 2
+        modes = [torch.randn(*shape, generator=gen, dtype=torch.float64, device="cpu") / (1 + k) ** 2  # seeded on the host (a CPU generator)
                  for k in range(S.PATH_MODES)]
         return torch.stack([sum(math.cos(math.pi * k * ell * cfg.h) * modes[k] for k in range(S.PATH_MODES))
                             for ell in range(layers)])
-    return torch.randn(layers, *shape, generator=gen, dtype=torch.float64)
+    return torch.randn(layers, *shape, generator=gen, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
 
 
 def _attention_shapes(cfg):
@@ -164,22 +169,18 @@ def _attention_shapes(cfg):
             ("W_V", (heads, d, dk), s / math.sqrt(d)), ("W_O", (heads, dk, d), s / math.sqrt(dk * heads))]
 
 
-def build(arch: str = "preln", *, arch_options: dict | None = None, dtype=torch.float64, device=None,
-          **stack_kwargs) -> ArchStack:
-    """Draw a variant (an :class:`ArchStack`) from ``random_stack``'s keyword arguments.
+def build(spec) -> ArchStack:
+    """Draw the variant (an :class:`ArchStack`) a ``numerics.spec.StackSpec`` names.
 
     ``arch="preln"`` wraps the plain stack.  ``compressed`` uses ``P`` as its compression
     block (no hierarchical slow path); ``hrm`` draws two layers (L, H) and runs ``layers``
-    cycles; ``looped`` draws one layer.
+    cycles; ``looped`` draws one layer.  Reached through ``numerics.spec.build``.
     """
-    options = resolve_options(arch, arch_options)
-    cls = ARCHITECTURES[arch]
-    kw = dict(stack_kwargs)
-    for name in ("T", "d", "layers", "heads", "kernel"):
-        if name not in kw:
-            raise ValueError(f"build(arch={arch!r}) needs {name}")
-    S._positive_int(kw["layers"], "layers")
-    device = S.resolve_device(device)
-    base, config = cls.base_stack(kw, dtype, device)
+    options = resolve_options(spec.arch, dict(spec.arch_options))
+    cls = ARCHITECTURES[spec.arch]
+    from numerics.spec import DTYPES
+
+    device = S.resolve_device(spec.device)
+    base, config = cls.base_stack(spec)
     gen = torch.Generator().manual_seed(config.seed + EXTRA_SEED_OFFSET)
-    return cls(config, options, base, gen, dtype, device)
+    return cls(config, options, base, gen, DTYPES[spec.dtype], device)

@@ -11,7 +11,7 @@ from torch import nn
 
 from numerics import kernels as K
 from numerics import stack as S
-from numerics.architectures.base import _attention_shapes, _depth_draws
+from numerics.architectures.base import _attention_shapes, _depth_draws, base_spec
 from numerics.architectures.preln import PreLN
 
 
@@ -64,16 +64,16 @@ class Compressed(PreLN):
         S._finite(options["compress_gate"], "compress_gate")
 
     @classmethod
-    def base_stack(cls, kw, dtype, device):
+    def base_stack(cls, spec):
         """A plain (P unset) stack; ``P`` is the compression block, not a hierarchical slow path."""
-        if kw.get("P") is None:
+        if spec.P is None:
             raise ValueError("arch='compressed' needs P (the compression block length)")
-        if kw.get("gate", 0.0) != 0.0:
+        if spec.knob("gate", 0.0) != 0.0:
             raise ValueError("arch='compressed' has no hierarchical slow path: use "
                              "arch_options={'compress_gate': g} instead of gate")
-        K.check_divisible(kw["T"], kw["P"], "P")
-        base = S.random_stack(**{**kw, "P": None}, dtype=dtype, device=device)
-        return base, replace(base.config, P=kw["P"], arch=cls.arch)
+        K.check_divisible(spec.T, spec.P, "P")
+        base = S._draw(base_spec(spec, P=None))
+        return base, replace(base.config, P=spec.P, arch=cls.arch)
 
     def __init__(self, config, options, base, gen, dtype, device):
         super().__init__(config, options, base, gen, dtype, device)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from numerics import stack as S
-from numerics.architectures.base import ArchStack
+from numerics.architectures.base import ArchStack, base_spec
 
 
 class Looped(ArchStack):
@@ -29,20 +29,20 @@ class Looped(ArchStack):
                 raise ValueError(f"{name}={options[name]} must be > 0 (Parcae: A, Δ > 0)")
 
     @classmethod
-    def base_stack(cls, kw, dtype, device):
+    def base_stack(cls, spec):
         """One layer, stepped h = 1/layers."""
-        base = S.random_stack(**{**kw, "layers": 1}, dtype=dtype, device=device)
-        base.layers[0].h = 1.0 / kw["layers"]
-        return base, replace(base.config, layers=kw["layers"], arch=cls.arch)
+        base = S._draw(base_spec(spec, layers=1))
+        base.layers[0].h = 1.0 / spec.layers
+        return base, replace(base.config, layers=spec.layers, arch=cls.arch)
 
     def __init__(self, config, options, base, gen, dtype, device):
         super().__init__(config, options, base, gen, dtype, device)
         self.loops = options["loops"] or config.layers
         self.injection = bool(options["injection"])
         d = config.d
-        rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64)  # noqa: E731
+        rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=torch.float64, device="cpu")  # noqa: E731
         # a > 0: rate·(1 + U(0,1)); Δ > 0; B ~ N(0, 1/d) — Parcae's A = −exp(·) < 0 written as −a.
-        a = options["injection_rate"] * (1.0 + torch.rand(d, generator=gen, dtype=torch.float64))
+        a = options["injection_rate"] * (1.0 + torch.rand(d, generator=gen, dtype=torch.float64, device="cpu"))  # seeded on the host (a CPU generator), moved with .to(device) below
         self.inj_a = nn.Parameter(a.to(dtype=dtype, device=device))
         self.inj_delta = nn.Parameter(torch.tensor(float(options["injection_delta"]), dtype=dtype, device=device))
         self.inj_B = nn.Parameter((rand(d, d) / math.sqrt(d)).to(dtype=dtype, device=device))
@@ -104,10 +104,10 @@ class HRM(ArchStack):
         S._positive_int(options["k"], "k")
 
     @classmethod
-    def base_stack(cls, kw, dtype, device):
+    def base_stack(cls, spec):
         """Two layers (L, H), run for ``layers`` cycles."""
-        base = S.random_stack(**{**kw, "layers": 2}, dtype=dtype, device=device)
-        return base, replace(base.config, layers=kw["layers"], arch=cls.arch)
+        base = S._draw(base_spec(spec, layers=2))
+        return base, replace(base.config, layers=spec.layers, arch=cls.arch)
 
     def __init__(self, config, options, base, gen, dtype, device):
         super().__init__(config, options, base, gen, dtype, device)

@@ -151,8 +151,7 @@ def check_grid(spec) -> None:
                 if config in checked:
                     continue
                 checked.add(config)
-                validate_config(StackConfig(T=s.T, d=s.d, layers=s.layers, heads=s.heads, kernel=s.kernel, P=s.P,
-                                            seed=s.seed, arch=s.arch, **dict(s.knobs)))
+                validate_config(StackConfig(**s.flat()))
                 resolve_options(s.arch, dict(s.arch_options))
             except ValueError as exc:
                 raise ValueError(f"{sweep.where} at {where}: {exc}") from None

@@ -83,7 +83,7 @@ class Verdict:
 
 def check_spec(spec) -> None:
     """Refuse (ValueError naming the field) a spec that names no valid stack: not a ``StackSpec``, or
-    sizes, knobs, dtype or architecture options that ``random_stack`` would refuse.  Checked without
+    sizes, knobs, dtype or architecture options that ``build(spec)`` would refuse.  Checked without
     building the stack."""
     from numerics.architectures import resolve_options
     from numerics.spec import DTYPES, StackSpec
@@ -92,9 +92,7 @@ def check_spec(spec) -> None:
     if not isinstance(spec, StackSpec):
         raise ValueError(f"spec={spec!r}: a claim is evaluated on a numerics.spec.StackSpec")
     if spec.checkpoint is None:
-        validate_config(StackConfig(T=spec.T, d=spec.d, layers=spec.layers, heads=spec.heads, kernel=spec.kernel,
-                                    P=spec.P, seed=spec.seed, arch=spec.arch, **dict(spec.knobs)),
-                        dtype=DTYPES[spec.dtype])
+        validate_config(StackConfig(**spec.flat()), dtype=DTYPES[spec.dtype])
         resolve_options(spec.arch, dict(spec.arch_options))
 
 

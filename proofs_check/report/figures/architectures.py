@@ -54,15 +54,15 @@ def claims_matrix(ctx, out_dir):
 def mhc_composite_gain(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics.architectures import build
+    from numerics.spec import StackSpec, build
 
     depth = 32 if ctx.quick else 64
     seeds = range(4 if ctx.quick else 16)
     fig, ax = plt.subplots(figsize=(6, 4))
     for mixing, colour in (("sinkhorn", "C0"), ("unconstrained", "C3")):
         for k, seed in enumerate(seeds):
-            s = build("mhc", T=4, d=4, layers=depth, heads=2, kernel="causal", seed=seed,
-                      arch_options={"mixing": mixing})
+            s = build(StackSpec(arch="mhc", T=4, d=4, layers=depth, heads=2, kernel="causal", seed=seed,
+                                arch_options={"mixing": mixing}))
             with torch.no_grad():
                 g = s.composite_gain().numpy()
             ax.semilogy(range(1, depth + 1), g, color=colour, alpha=0.7,
@@ -81,15 +81,15 @@ def looped_margin(ctx, out_dir):
     along the trajectory, against the generated lower bound −log(e^{−Δ a_min} + max‖G_k − I‖)."""
     import matplotlib.pyplot as plt
 
-    from numerics.architectures import build
+    from numerics.spec import StackSpec, build
     from numerics.generated import architectures as gen
 
     deltas = torch.linspace(0.05, 3.0, 10 if ctx.quick else 30, dtype=torch.float64)
     loops = 6
     measured, lower = [], []
     for dl in deltas.tolist():
-        s = build("looped", T=4, d=4, layers=loops, heads=2, kernel="causal", seed=0,
-                  arch_options={"injection": True, "injection_delta": dl})
+        s = build(StackSpec(arch="looped", T=4, d=4, layers=loops, heads=2, kernel="causal", seed=0,
+                            arch_options={"injection": True, "injection_delta": dl}))
         X = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
         with torch.no_grad():
             states = s.trajectory(X)
