@@ -51,9 +51,10 @@ def capacity_matched(model: nn.Module) -> nn.Module:
     for layer in model.stack.layers:
         if getattr(layer, "slow", None) is None:
             continue
-        new = IndependentHistory(cfg.d, cfg.heads, cfg.T, cfg.P, cfg.slow_kernel)
+        dtype = next(layer.slow.parameters()).dtype   # cast before loading: a load into float32 would round
+        new = IndependentHistory(cfg.d, cfg.heads, cfg.T, cfg.P, cfg.slow_kernel).to(dtype)
         new.load_state_dict(layer.slow.state_dict())
-        layer.slow = new.to(next(layer.slow.parameters()).dtype)
+        layer.slow = new
     return model
 
 
