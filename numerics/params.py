@@ -262,7 +262,8 @@ class StackSpecModel(BaseModel):
     ``arch_options`` are the architecture's to check (``numerics.architectures.resolve_options``).
     """
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid", json_schema_extra=lambda schema: schema.update(
+        required=list(schema["properties"])))
 
     T: PositiveInt = Field(6, description="tokens")
     d: PositiveInt = Field(4, description="the residual width")
@@ -277,6 +278,16 @@ class StackSpecModel(BaseModel):
     dtype: SpecDtype = Field("float64", description="the stack's dtype")
     device: str = Field("cpu", description="cpu, cuda or auto (cuda when available)")
     checkpoint: str | None = Field(None, description="a trained checkpoint whose weights replace the random draw")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names_every_field(cls, data):
+        """A document names every field: the defaults are the spec's to fill, not a reader's."""
+        if isinstance(data, dict):
+            missing = [name for name in cls.model_fields if name not in data]
+            if missing:
+                raise ValueError(f"field {missing[0]!r} is missing: a stack document names every field")
+        return data
 
 
 #: The checks of a stack's flat configuration (its shape fields, knobs and torch dtype), run before a
