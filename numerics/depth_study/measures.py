@@ -103,7 +103,7 @@ def fixed_pattern_profile(stack, states: torch.Tensor, probes: int, seed: int = 
     out = []
     for ell, layer in enumerate(stack.layers):
         X = states[ell]
-        V = torch.randn((probes, *X.shape), generator=gen, dtype=torch.float64).to(X)
+        V = torch.randn((probes, *X.shape), generator=gen, dtype=torch.float64, device="cpu").to(X)
         with torch.no_grad():
             out.append(fixed_pattern_error(layer, X, V))
     return out

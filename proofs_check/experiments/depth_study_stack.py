@@ -20,7 +20,7 @@ def gpt2_byte_ids() -> torch.Tensor:
     order, the other 68 bytes ids 188–255 in order (so the space, byte 32, is id 220, 'Ġ')."""
     printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
     rest = [b for b in range(256) if b not in printable]
-    ids = torch.empty(256, dtype=torch.long)
+    ids = torch.empty(256, dtype=torch.long, device="cpu")  # a host lookup table: the looked-up ids move on
     for i, b in enumerate(printable + rest):
         ids[b] = i
     return ids
