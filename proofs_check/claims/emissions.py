@@ -330,8 +330,12 @@ def text_finding() -> str:
     if result is None:
         return " On text: no recorded run."
     code = "" if result["current"] else " (recorded with other code: its source key differs from this checkout's)"
+    from proofs_check.experiments import text_capacity_record
+    capacity = text_capacity_record.load()
+    control = (" " + text_capacity_record.statement(capacity) if capacity is not None
+               else " Capacity control: not recorded.")
     return (f" On text with the paper's all-token causal fast path, seeds {', '.join(map(str, result['seeds']))}"
-            f"{code}: {text_experiment.paired_t_sentence(result['summary'])}.")
+            f"{code}: {text_experiment.paired_t_sentence(result['summary'])}.{control}")
 
 # ----------------------------------------------------------------------------- other architectures
 arch_free("7.1", "a statement about the data distribution (exponential-family sufficiency); no architecture enters")

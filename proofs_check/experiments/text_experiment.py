@@ -293,11 +293,18 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
                    else "**Its source key differs from this checkout's: the code changed since it was recorded; "
                         "the finding is the earlier code's, not a verdict on this one.**")
     lines += [provenance, ""]
-    image = RECORDED.with_suffix(".png")
-    if image.exists():
-        (figures_dir / "trained").mkdir(parents=True, exist_ok=True)
-        write_bytes(figures_dir / "trained" / image.name, image.read_bytes())
-        lines += [f"![Claim 7.3 on text](figures/trained/{image.name})", ""]
+    from proofs_check.experiments import text_capacity_record
+
+    capacity = text_capacity_record.load()
+    if capacity is not None:
+        lines += [f"**Capacity control** (`{text_capacity_record.CAPACITY_RECORD.name}`, git {capacity['git']}). "
+                  f"{text_capacity_record.statement(capacity)}", ""]
+    for image, title in ((RECORDED.with_suffix(".png"), "Claim 7.3 on text"),
+                         (text_capacity_record.CAPACITY_RECORD.with_suffix(".png"), "Claim 7.3 on text: capacity control")):
+        if image.exists():
+            (figures_dir / "trained").mkdir(parents=True, exist_ok=True)
+            write_bytes(figures_dir / "trained" / image.name, image.read_bytes())
+            lines += [f"![{title}](figures/trained/{image.name})", ""]
     return lines
 
 
@@ -305,9 +312,15 @@ def ledger_entry(result: dict | None) -> dict:
     """The ledger's record of the recorded run: the finding and whether it is this code's."""
     if result is None:
         return {"status": "not recorded"}
+    from proofs_check.experiments import text_capacity_record
+
+    capacity = text_capacity_record.load()
     return {"status": "recorded" if result["current"] else "recorded with other code",
             "finding": statement(result), "prediction": PREDICTION, "summary": result["summary"],
-            "source_key": result["source_key"], "current": result["current"], "git": result.get("git")}
+            "source_key": result["source_key"], "current": result["current"], "git": result.get("git"),
+            "capacity_control": None if capacity is None else {
+                "finding": text_capacity_record.statement(capacity), "summary": capacity["summary"],
+                "source_key": capacity["source_key"], "git": capacity["git"], "cut": capacity["cut"]}}
 
 
 def format_result(result: dict) -> str:
