@@ -14,13 +14,17 @@ import pytest
 import torch
 
 from numerics import stack as S
-from numerics.stack import random_stack
+from numerics.spec import StackSpec
 
 U = 2.0 ** -53
 
 
+def _spec(T=6, d=4, layers=2, heads=2, kernel="causal", **fields):
+    return StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel=kernel, **fields)
+
+
 def _tiny(**kw):
-    return random_stack(6, 4, 2, 2, "causal", **kw)
+    return _spec(**kw).build()
 
 
 # ---- validation: refused, with the parameter named ------------------------------------------------------
@@ -54,12 +58,12 @@ def test_unknown_arch_is_refused_with_the_known_ones_listed():
     assert all(name in message.split("is not one of ")[1].split(", ") for name in ("preln", *S.VARIANTS))
 
 
-def test_register_variant_makes_random_stack_call_the_builder(monkeypatch):
+def test_register_variant_makes_build_call_the_builder(monkeypatch):
     calls = []
     monkeypatch.setitem(S.VARIANTS, "probe-arch", None)
-    S.register_variant("probe-arch", lambda arch, **kw: calls.append((arch, kw["T"])) or "built")
+    S.register_variant("probe-arch", lambda spec: calls.append((spec.arch, spec.T)) or "built")
     assert S.VARIANTS["probe-arch"] is not None
-    assert random_stack(6, 4, 2, 2, "causal", arch="probe-arch") == "built" and calls == [("probe-arch", 6)]
+    assert _tiny(arch="probe-arch") == "built" and calls == [("probe-arch", 6)]
 
 
 def test_validate_config_checks_against_the_dtype():
@@ -74,7 +78,7 @@ def test_validate_config_checks_against_the_dtype():
                                           ("decay", math.inf), ("ln_gain", math.nan), ("slow_kernel", "sideways"),
                                           ("block_size", 0), ("weight_scale", math.inf), ("step", 0.0),
                                           ("activation", "swish"), ("ln_eps", -1.0), ("attn_bias", "yes")])
-def test_random_stack_refuses_each_field_by_name(field, value):
+def test_build_refuses_each_field_by_name(field, value):
     with pytest.raises(ValueError, match=field):
         _tiny(**{field: value})
 
@@ -84,9 +88,9 @@ def test_random_stack_refuses_each_field_by_name(field, value):
                                           ("weight_scale", math.nan), ("decay", math.inf), ("ln_gain", math.nan),
                                           ("step", 0.0), ("activation", "swish"), ("ln_eps", -1.0),
                                           ("attn_bias", "yes")])
-def test_random_stack_refuses_before_building_anything(monkeypatch, field, value):
+def test_build_refuses_before_building_anything(monkeypatch, field, value):
     """Every argument is checked before any work: with the Stack constructor replaced by a tripwire, a bad value of
-    each field is refused by random_stack's own validation (naming it), never after a stack was started."""
+    each field is refused by the spec's or the draw's own validation (naming it), never after a stack was started."""
     def tripwire(cfg):
         raise AssertionError(f"a Stack was built before {field}={value!r} was refused")
 
@@ -95,11 +99,13 @@ def test_random_stack_refuses_before_building_anything(monkeypatch, field, value
         _tiny(**{field: value}, **({"P": 2} if field == "gate" else {}))
 
 
-def test_random_stack_refuses_a_dtype_it_cannot_hold():
+def test_build_refuses_a_dtype_it_cannot_hold():
     with pytest.raises(ValueError, match="dtype"):
         _tiny(dtype=torch.int64)
-    with pytest.raises(ValueError, match="value_scale=1e-30 cannot be held"):
-        _tiny(dtype=torch.float16, value_scale=1e-30)
+    with pytest.raises(ValueError, match="dtype='float16' is not one of float64, float32"):
+        _tiny(dtype=torch.float16)
+    with pytest.raises(ValueError, match="value_scale=1e-50 cannot be held"):   # below float32's subnormals
+        _tiny(dtype=torch.float32, value_scale=1e-50)
 
 
 @pytest.mark.parametrize("field, value", [("step", 1.0), ("activation", "gelu_new"), ("ln_eps", 1e-6),
@@ -289,7 +295,7 @@ def test_default_draws_follow_the_documented_distributions():
     W1 ~ N(0, 1/d), W2 ~ N(0, 1/(4d)), biases (b1, b2, β, b_Q, b_O) ~ N(0, 0.01), γ ~ ln_gain + N(0, 0.01).
     The sample std of n draws is within 6/√(2n) relative of σ (its standard error is σ/√(2n)), the mean within
     6σ/√n of 0 (n ≥ 64: b_Q has heads·d_k = 64 entries)."""
-    st = random_stack(8, 64, 2, 4, "causal", attn_bias=True, ln_gain=0.7, weight_scale=1.3, seed=11)
+    st = _tiny(T=8, d=64, layers=2, heads=4, attn_bias=True, ln_gain=0.7, weight_scale=1.3, seed=11)
     layer = st.layers[1]
     expected = {"attn.W_Q": 1.3 / 8, "attn.W_K": 1.3 / 8, "attn.W_V": 1.3 / 8, "attn.W_O": 1.3 / 8,
                 "mlp.W1": 1.3 / 8, "mlp.W2": 1.3 / 16, "mlp.b1": 0.1, "mlp.b2": 0.1, "ln1.beta": 0.1,
@@ -305,7 +311,7 @@ def test_default_draws_follow_the_documented_distributions():
 
 def test_value_scale_puts_c_times_identity_in_w_vo():
     """W_VO = Σ_h (W_V)_h (W_O)_h ≈ c·I: with weight_scale → small the noise vanishes and W_VO → c·I."""
-    st = random_stack(6, 8, 1, 2, "causal", value_scale=2.5, weight_scale=1e-6)
+    st = _tiny(T=6, d=8, layers=1, heads=2, value_scale=2.5, weight_scale=1e-6)
     W_VO = st.layers[0].attn.value_output().detach()
     assert torch.allclose(W_VO, 2.5 * torch.eye(8, dtype=torch.float64), rtol=0, atol=1e-4)
 
@@ -324,4 +330,4 @@ def test_smooth_path_layers_are_the_path_at_lh():
 
 def test_frozen_kernel_refuses_heads_that_disagree():
     with pytest.raises(ValueError, match=r"kernel='alibi' gives each head its own frozen kernel"):
-        random_stack(6, 4, 1, 2, "alibi").frozen_kernel()
+        _tiny(layers=1, kernel="alibi").frozen_kernel()
