@@ -68,6 +68,12 @@ QUOTES = [
 ]
 
 
+def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
+    """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
+    return [m.span(g) for d, _, _, pattern in QUOTES if d == doc
+            for m in re.finditer(pattern, text) for g in m.groupdict()]
+
+
 def _as_float(text: str) -> float:
     return float(text.replace("−", "-"))
 
@@ -98,3 +104,37 @@ def test_agreement_rule_refuses_the_off_by_one_exponent():
     nor is a value one rounding unit away; a bound quoted looser than its value's rounding is refused."""
     assert agrees("−0.484", -0.48388) and not agrees("−0.484", -0.379) and not agrees("−0.484", -0.4855)
     assert agrees("0.19", ("≤", 0.185)) and not agrees("0.19", ("≤", 0.1912)) and not agrees("0.30", ("≤", 0.185))
+
+
+def test_generated_docs_are_fresh():
+    """docs/claims.md's table is ``fastslow check --summary``'s from docs/ledger.json, README's sections are
+    their records' (class (a) of the inventory)."""
+    from proofs_check import headline as H
+
+    for doc in ("docs/claims.md", "README.md"):
+        assert H.main(["--check", str(ROOT / doc)]) == 0, doc
+
+
+def test_every_quoted_number_is_generated_tied_or_listed():
+    """The class is closed: a number in a scanned doc that no generated section, tie or definitional rule covers
+    must be on the untied list (a new one fails), and every listed one must still be there (the list shrinks)."""
+    from docs_inventory import flat, inventory, load_untied
+
+    found, listed = flat(inventory(tied_spans)), flat(load_untied())
+    new, gone = found - listed, listed - found
+    assert not new, ("numbers quoted without a tie (tie each in QUOTES, or give a definitional one a rule in "
+                     f"tests/docs_inventory.py): {sorted(new)[:20]}")
+    assert not gone, ("listed as untied but no longer found (tied or removed; rewrite the list with "
+                      f"`python tests/docs_inventory.py --write`): {sorted(gone)[:20]}")
+
+
+def test_control_an_edited_or_added_number_is_caught():
+    """The negative control: a number added to a doc's prose is new to the inventory; one inside a tied passage
+    or a definitional setting is not."""
+    from docs_inventory import untied
+
+    base = "## S\n\nThe spread is 0.83 at T = 16.\n"
+    assert [k for _, k in untied("x.md", base, [])] == ["The spread is ⟦0.83⟧"]
+    assert untied("x.md", base, [(base.index("0.83"), base.index("0.83") + 4)]) == []
+    added = base + "It falls to 0.47 after training.\n"
+    assert [k for _, k in untied("x.md", added, [])][-1] == "It falls to ⟦0.47⟧"

@@ -1,0 +1,120 @@
+"""The inventory of numbers quoted in docs/: each is generated, tied by a test, definitional, or listed as untied.
+
+A number in a doc is
+(a) *generated* when it lies in a section between ``<!-- generated:NAME -->`` markers, which
+    ``python -m proofs_check.headline --check FILE`` holds to its record (README.md, docs/claims.md);
+(b, c) *tied* when a passage of ``tests/test_docs_numbers.py``'s ``QUOTES`` covers it: the test reruns the
+    computation, reads the record, or evaluates the mathematical constant, and compares;
+*definitional* when one of :data:`RULES` covers it (a claim's number, a setting the run was given, a check's
+    acceptance band, a date or version, an equation's constant), each rule with its reason;
+*untied* otherwise: a measurement nothing checks.  The untied ones are listed in docs_numbers_untied.json, by doc,
+    heading and the words before the number.  The list only shrinks: a number that is not on it fails the test
+    (tie it, or, for a definitional number, add a rule with its reason), and an entry no longer found fails too
+    (the number was tied or removed: ``python tests/docs_inventory.py --write`` rewrites the list, and the diff
+    shows what left it).
+
+Code (fenced, indented, inline) and link targets are not prose and are not scanned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNTIED = Path(__file__).with_name("docs_numbers_untied.json")
+#: The docs this inventory covers (docs/depth_study.md, docs/performance.md and docs/verification_power.md are
+#: not yet scanned).
+DOCS = ("docs/theory.md", "docs/claims.md", "docs/trained.md", "docs/real_models.md", "docs/reach.md",
+        "docs/sweeps.md", "docs/testing.md", "docs/reliability.md", "docs/figures.md", "README.md")
+
+NUMBER = re.compile(r"(?<![\w.·/^_])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?(?!\w)")
+_ONE = r"[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?"
+_RANGE = rf"{_ONE}(?:\s*(?:…|–|\.\.\.|,|and)\s*{_ONE})*"
+#: Definitional numbers: (reason, pattern); every number inside a match is covered.
+RULES = (
+    ("a claim's or section's number",
+     r"(?:Claims?|claims?|§|Sections?)\s*\d+(?:\.\d+)?(?:(?:,\s*|\s+and\s+|\s*–\s*|\s*…\s*|\s+or\s+|\s*/\s*)"
+     r"(?:§\s*)?\d+(?:\.\d+)?)*"),
+    ("a claim's number used as its name ('7.3's interval')", r"(?<![\d.])\d\.\d(?=(?:'s|’s))"),
+    ("a setting the run was given (sizes, seeds, the value scale c, tolerances τ, option values)",
+     rf"(?<![\w/*])(?:T|d|L|P|n|c|m|k|α|τ|η|h|d_k|seed|seeds|--\w[\w-]*)\s*(?:=|∈|≥|≤)?\s*[\[(]?{_RANGE}[\])]?"),
+    ("a size the run was given", r"\d[\d.,]*\s*k?[ -](?:layers?|heads?|seeds?|bytes|steps|tokens|workers|examples"
+                                 r"|cores?|threads?|windows|probes?|directions|families)\b"),
+    ("a check's acceptance band, a constant in its code", r"[−-]?\d[\d.]*\s*±\s*\d[\d.]*"),
+    ("an exponent's base (2⁻⁴⁰, 10⁻⁶)", r"\d+[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+"),
+    ("a date, version, identifier or citation",
+     r"\b20\d\d(?:-\d\d-\d\d)?\b|\b\d+\.\d+\.\d+\b|\b(?:GPT|v|RFC|float|int|bfloat|arXiv|PEP)[- ]?\d[\d.]*"
+     r"|\b\d{4}\.\d{5}\b"),
+    ("the integers 0 and ±1 of a formula (an identity, an index, a bound's threshold)",
+     r"(?<![\d.,])[−-]?[01](?![\d.,]\d|\d)"),
+    ("a depth or size the run was given", r"(?:at depths?|L = |over)\s*" + _RANGE),
+    ("a software or command-line constant (Python ≥ 3.11, AVX-512, exit status 2)",
+     r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits with) (?:status |code )?\d(?:,? \d)*(?: or \d)?"),
+    ("an equation's constant (1/L, 1 − λ, O(h²), c·I)",
+     r"O\([^)]*\)|\b1\s*/\s*\w|\(1\s*[−+]|\b1\s*[−+]\s*(?=[\wλhαεδ(])|[×·]\s*\d|\d\s*[×·]"),
+)
+
+
+def prose(text: str) -> str:
+    """``text`` with generated sections, code and link targets blanked (offsets kept)."""
+    def blank(m):
+        return re.sub(r"[^\n]", " ", m.group(0))
+    text = re.sub(r"<!-- generated:(\w+) -->.*?<!-- /generated:\1 -->", blank, text, flags=re.S)
+    text = re.sub(r"```.*?```", blank, text, flags=re.S)
+    text = re.sub(r"(?m)^    .*$", blank, text)
+    text = re.sub(r"`[^`\n]*`", blank, text)
+    return re.sub(r"\]\([^)]*\)", blank, text)
+
+
+def _key(text: str, start: int, number: str) -> str:
+    before = " ".join(text[max(0, start - 60):start].split()[-3:])
+    return f"{before} ⟦{number}⟧"
+
+
+def _heading(text: str, start: int) -> str:
+    heads = re.findall(r"(?m)^#+ .*$|^\*\*Claim [\d.]+[^*]*\*\*", text[:start])
+    return heads[-1].strip("#* ") if heads else "(top)"
+
+
+def untied(doc: str, text: str, tied: list[tuple[int, int]]) -> list[tuple[str, str]]:
+    """(heading, key) of every number in ``text`` that no generated section, tie or rule covers."""
+    body = prose(text)
+    covered = bytearray(len(body))
+    for a, b in tied:
+        covered[a:b] = b"\x01" * (b - a)
+    for _, pattern in RULES:
+        for m in re.finditer(pattern, body):
+            covered[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+    return [(_heading(text, m.start()), _key(text, m.start(), m.group()))
+            for m in NUMBER.finditer(body) if not all(covered[m.start():m.end()])]
+
+
+def inventory(tied_spans) -> dict[str, dict[str, list[str]]]:
+    """doc -> heading -> the untied numbers' keys, for every doc in :data:`DOCS`."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for doc in DOCS:
+        text = (ROOT / doc).read_text()
+        for heading, key in untied(doc, text, tied_spans(doc, text)):
+            out.setdefault(doc, {}).setdefault(heading, []).append(key)
+    return out
+
+
+def flat(inv: dict) -> Counter:
+    return Counter((doc, h, k) for doc, heads in inv.items() for h, keys in heads.items() for k in keys)
+
+
+def load_untied() -> dict:
+    return json.loads(UNTIED.read_text())
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_docs_numbers import tied_spans
+
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/docs_inventory.py --write")
+    UNTIED.write_text(json.dumps(inventory(tied_spans), ensure_ascii=False, indent=1) + "\n")
