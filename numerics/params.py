@@ -236,8 +236,9 @@ def knob_kinds(model: type[BaseModel] = StackKnobs) -> dict[str, str]:
     the declaration: what a command-line option parses and a Parquet column stores."""
     out = {}
     for name, prop in model.model_json_schema()["properties"].items():
-        kinds = [p["type"] for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
-        out[name] = kinds[0]
+        kinds = [p["type"] for p in prop.get("anyOf", [prop]) if p.get("type") not in (None, "null")]
+        if kinds:  # a scalar field (a nested model or a dict has no option or column of its own)
+            out[name] = kinds[0]
     return out
 
 

@@ -29,22 +29,41 @@ def add_knob_flags(p, model=None) -> None:
             p.add_argument(knob_flag(name), dest=name, type=PARSERS[kind], default=info.default, help=text)
 
 
-def knobs(args) -> dict:
-    """The knobs the parsed options set, by name."""
-    from numerics.params import KNOBS
+#: the spec fields ``fastslow simulate`` takes as options (with the knobs and --seed, --device), and the
+#: defaults it gives them: a stack of the size the README's example runs
+SHAPE_DEFAULTS = {"T": 64, "P": 8, "d": 64, "layers": 12, "heads": 4, "kernel": "causal"}
 
-    return {name: getattr(args, name) for name in KNOBS}
+
+def add_shape_flags(p) -> None:
+    """One option per spec shape field of :data:`SHAPE_DEFAULTS`, typed and described by the declaration
+    (``numerics.params.StackSpecModel``); ``--P 0`` turns the slow path off."""
+    from numerics.params import StackSpecModel, knob_kinds
+
+    kinds = knob_kinds(StackSpecModel)
+    for name, default in SHAPE_DEFAULTS.items():
+        info = StackSpecModel.model_fields[name]
+        extra = "; 0 turns it off" if name == "P" else ""
+        p.add_argument(f"--{name}", dest=name, type=PARSERS[kinds[name]], default=default,
+                       help=f"{info.description}{extra} (default {default})")
+
+
+def spec_of(args):
+    """The ``numerics.spec.StackSpec`` the parsed options name: its shape fields, the knobs set away from
+    their defaults, the seed and the device."""
+    from numerics.params import KNOBS, StackKnobs
+    from numerics.spec import StackSpec
+
+    shape = {name: getattr(args, name) for name in SHAPE_DEFAULTS}
+    shape["P"] = shape["P"] or None
+    knobs = {name: getattr(args, name) for name in KNOBS
+             if getattr(args, name) != StackKnobs.model_fields[name].default}
+    return StackSpec(**shape, knobs=knobs, seed=seed(args), device=args.device)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("simulate", help="build a random stack, run it and its reference trajectory, certify "
                                         "the gate bound")
-    p.add_argument("--T", type=ascii_int, default=64, help="tokens (default 64)")
-    p.add_argument("--P", type=ascii_int, default=8, help="block length of the slow path; 0 turns it off (default 8)")
-    p.add_argument("--d", type=ascii_int, default=64, help="model width (default 64)")
-    p.add_argument("--layers", type=ascii_int, default=12, help="depth L, h = 1/L (default 12)")
-    p.add_argument("--heads", type=ascii_int, default=4, help="attention heads, must divide d (default 4)")
-    p.add_argument("--kernel", default="causal", help="causal | full | alibi | block (default causal)")
+    p.defer(add_shape_flags) if hasattr(p, "defer") else add_shape_flags(p)
     p.add_argument("--scale", metavar="PRESET", type=scale_preset,
                    help="take T, d, layers and heads from a preset (toy, ci, gpt2-small, gpt2-medium, gpt2-large)")
     p.defer(add_knob_flags) if hasattr(p, "defer") else add_knob_flags(p)  # numerics.params loads for simulate only
@@ -70,10 +89,8 @@ def run(args) -> int:
         from numerics.presets import SIZES
 
         args.T, args.d, args.layers, args.heads = SIZES[args.scale]
-    summary = simulate(T=args.T, P=args.P or None, d=args.d, layers=args.layers, heads=args.heads,
-                       kernel=args.kernel, seed=seed(args), device=args.device, strict=args.strict,
-                       certificate=args.certificate, max_memory=args.max_memory, progress=not args.no_progress,
-                       **knobs(args))
+    summary = simulate(spec_of(args), strict=args.strict, certificate=args.certificate,
+                       max_memory=args.max_memory, progress=not args.no_progress)
     print(format_summary(summary), file=table_stream(args))
     if args.json:
         write_json(args.json, summary)

@@ -6,17 +6,13 @@ import time
 
 import torch
 
-from numerics import random_stack
+from numerics.spec import DTYPES, StackSpec, build
 from proofs_check.validation import validate_simulate
 
 
-def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str, seed: int,
-             device: str = "auto", batch: int = 1, strict: bool = False, max_memory: int | None = None,
-             certificate: bool = True, progress: bool = True, **knobs) -> dict:
-    """Run one random input through a random stack; return a JSON-ready summary.
-
-    ``knobs`` are ``random_stack``'s (``numerics.params.StackKnobs``: gate, value_scale, decay, ...),
-    passed through unchanged; an unknown one is refused by name.
+def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memory: int | None = None,
+             certificate: bool = True, progress: bool = True) -> dict:
+    """Run one random input through the stack ``spec`` names; return a JSON-ready summary.
 
     The summary holds input/output norms, the reference trajectory's homogeneity
     error (max |stack(1x̄ᵀ) − 1x̄_Lᵀ|, which must be at float64 rounding level when
@@ -32,10 +28,13 @@ def simulate(T: int, P: int | None, d: int, layers: int, heads: int, kernel: str
     including the memory every stage of the run needs (the certificate included, when it runs)
     against the available memory or ``max_memory`` bytes (``numerics.memory.run_bytes``).
     """
-    validate_simulate(T=T, P=P, d=d, layers=layers, heads=heads, kernel=kernel, seed=seed, device=device,
-                      batch=batch, strict=strict, max_memory=max_memory, certificate=certificate, **knobs)
+    if not isinstance(spec, StackSpec):
+        raise TypeError(f"simulate takes a numerics.spec.StackSpec, not {type(spec).__name__}")
+    validate_simulate(**spec.flat(), dtype=DTYPES[spec.dtype], device=spec.device, batch=batch, strict=strict,
+                      max_memory=max_memory, certificate=certificate)
+    T, d, P, seed = spec.T, spec.d, spec.P, spec.seed
     start = time.perf_counter()
-    stack = random_stack(T, d, layers, heads, kernel, P=P, seed=seed, device=device, **knobs)
+    stack = build(spec)
     gate = stack.config.gate
     built = time.perf_counter()
     dev = next(stack.parameters()).device
