@@ -61,6 +61,7 @@ class CapacityRecord(BaseModel):
     torch: str
     git: str
     cut: str | None = None
+    note: str | None = None
     summary: dict | None = None
 
 
@@ -139,3 +140,82 @@ def load(path: Path = CAPACITY_RECORD) -> dict | None:
     if not path.exists():
         return None
     return CapacityRecord.model_validate(json.loads(path.read_text())).model_dump()
+
+
+def make_record(raw: dict, recorded: dict, git: str, cut: str | None = None, note: str | None = None) -> dict:
+    """The committed record: the raw run (``text_capacity.run``), its commit, the cut (if any), a note and the summary."""
+    record = {**raw, "git": git, "cut": cut, "note": note}
+    record["summary"] = summarise(record, recorded)
+    return CapacityRecord.model_validate(record).model_dump()
+
+
+def _test_clause(pt: dict | None, what: str) -> str:
+    if pt is None or pt["p"] is None:
+        return f"{what}: no test ({0 if pt is None else pt['n']} seed(s))"
+    lo, hi = pt["interval"]
+    return (f"{what} = {pt['mean']:+.4f} nats/byte (n = {pt['n']}, d_z = {pt['d_z']:.2f}, "
+            f"{100 * (1 - pt['alpha']):.0f} % interval [{lo:+.4f}, {hi:+.4f}], p = {pt['p']:.2g}: {pt['verdict']})")
+
+
+def statement(record: dict) -> str:
+    """The capacity control's finding in one paragraph (the ledger's and docs/trained.md's wording)."""
+    s = record["summary"]
+    cut = f" The run was cut: {record['cut']}." if record.get("cut") else ""
+    rho = ", ".join(f"{arm} (" + ", ".join(f"{v:.3f}" for v in row) + ")"
+                    for arm in RUN_ARMS for row in s["slow_share"][arm][:1])
+    g2 = s["g2_per_layer"][PRIMARY_LAYER] if s["g2_per_layer"] else None
+    g2_text = ("no test" if g2 is None or g2["p"] is None else
+               f"mean log ratio {g2['mean']:+.2f}, p = {g2['p']:.2g}: {g2['verdict']}")
+    repro = ", ".join(f"seed {k}: {v:.1e}" for k, v in s["reproduced_max_diff"].items())
+    return (f"Capacity control (pre-registered in {PREREGISTRATION}; the slow path fed an independent window's "
+            f"history, same trained parameters {s['trained_parameters']['capacity']}): "
+            f"{_test_clause(s['cap_vs_coupled'], 'loss(capacity) − loss(coupled)')}; "
+            f"{_test_clause(s['frozen_vs_capacity'], 'loss(frozen) − loss(capacity)')}. Reading: {s['reading']}.{cut} "
+            f"Coupled arm reproduced from the recorded run (largest per-window loss difference {repro}). "
+            f"Gate, gauge-invariant (slow path's share ρ_ℓ of layer ℓ's output on the validation windows, layers "
+            f"0–5, seed {s['seeds_both'][0] if s['seeds_both'] else '–'}): {rho}; G1 (ρ_ℓ ≥ {RHO_MIN} in every seed) "
+            f"opens layers {s['g1_open_layers']['coupled']} in the coupled arm and {s['g1_open_layers']['capacity']} "
+            f"in the capacity arm; G2 (coupled vs capacity share, layer {PRIMARY_LAYER}, {len(s['seeds_both'])} "
+            f"seed(s)): {g2_text}. The sign rule, not invariant under (g, W_O) → (−g, −W_O), opens "
+            f"{s['sign_rule_open_layers']}.")
+
+
+def write_figure(record: dict, recorded: dict, path: str | Path) -> Path:
+    """Per-seed validation loss of the three arms (frozen from the recorded run) and the paired
+    differences; the slow path's output share ρ_ℓ per layer for both trained arms."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from numerics.io import atomic_path
+
+    s = record["summary"]
+    runs = {(r["seed"], r["arm"]): r["final_eval_loss"] for r in recorded["runs"]}
+    runs.update({(r["seed"], r["arm"]): r["final_eval_loss"] for r in record["runs"]})
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for seed in s["seeds_cap"]:
+        ys = [runs.get((seed, arm), math.nan) for arm in ("frozen", "capacity", "coupled")]
+        axes[0].plot(range(3), ys, "o-", lw=0.8, label=f"seed {seed}")
+    axes[0].set_xticks(range(3), ["frozen\n(g = 0)", "capacity\n(independent history)", "coupled\n(true history)"])
+    axes[0].set_ylabel("validation loss (nats/byte)")
+    pt = s["cap_vs_coupled"]
+    axes[0].set_title(f"capacity − coupled = {pt['mean']:+.4f} (p = {pt['p']:.2g}: {pt['verdict']})"
+                      if pt and pt["p"] is not None else "capacity − coupled: no test", fontsize=9)
+    axes[0].legend(fontsize=7)
+    for arm, marker in zip(RUN_ARMS, ("o", "s")):
+        for i, row in enumerate(s["slow_share"][arm]):
+            axes[1].plot(range(len(row)), row, marker + "-", color="C0" if arm == "coupled" else "C3", lw=0.8,
+                         label=arm if i == 0 else None)
+    axes[1].axhline(RHO_MIN, color="black", ls=":", lw=0.7)
+    axes[1].set_yscale("log")
+    axes[1].set_xlabel("layer ℓ")
+    axes[1].set_ylabel("ρ_ℓ = ‖h g S(LN X)‖ / ‖X_{ℓ+1}‖")
+    axes[1].set_title(f"slow path's share of the layer output (dotted: G1's {RHO_MIN})", fontsize=9)
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight")
+    plt.close(fig)
+    return path
