@@ -136,3 +136,18 @@ def test_record_schema_round_trip_and_refusal():
     broken = {**raw, "runs": [{k: v for k, v in raw["runs"][0].items() if k != "slow_share"}]}
     with pytest.raises(ValidationError, match="slow_share"):
         rec.CapacityRecord.model_validate(broken)
+
+
+def test_reading_follows_the_preregistered_table():
+    """Each row of the pre-registration's table from constructed per-seed gaps: a tight positive set
+    (mean 0.02, sd 0.0016: t ≈ 28 on 4 dof, p < 1e-5) is *helps*; a set centred on 0 (mean 0.0001) is
+    *not detected*; the reading combines them as the table says."""
+    from proofs_check.experiments.text_capacity_record import reading
+
+    pos = [0.020, 0.021, 0.019, 0.022, 0.018]
+    null = [0.001, -0.002, 0.0015, -0.001, 0.0005]
+    assert reading(pos, null) == "the gain is the slow path's cross-block information"
+    assert reading(null, pos) == "the gain is capacity (or corpus-level statistics any window shares)"
+    assert reading(null, null) == "not attributed at this n"
+    assert reading([-g for g in pos], null) == "the independent history beats the true one"
+    assert reading(pos, pos).startswith("both") and reading(pos, pos).endswith("0.50")
