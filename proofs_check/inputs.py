@@ -60,7 +60,7 @@ def ledger_inconsistencies(ledger: dict) -> list[str]:
     every symbolic step is proved, the numeric route ran (cases > 0) with a finite error within its
     tolerance, and the control failed as predicted; a stored status the stored numbers do not give
     is a forged or damaged ledger.  For any status: proved ≤ steps, and no claim twice.  (The standing rule
-    is the schema's: ``runners.ledger_schema.LedgerClaim``.)"""
+    is the schema's: ``verdicts.ledger_schema.LedgerClaim``.)"""
     problems, seen = [], set()
     for i, entry in enumerate(ledger.get("claims", [])):
         where = f"claims[{i}] ({entry.get('id')})"
@@ -91,9 +91,9 @@ def ledger_inconsistencies(ledger: dict) -> list[str]:
 
 
 def load_ledger(path, name: str = "--ledger") -> dict:
-    """A ledger JSON file, checked against its schema (:class:`proofs_check.runners.ledger_schema.Ledger`)
+    """A ledger JSON file, checked against its schema (:class:`proofs_check.verdicts.ledger_schema.Ledger`)
     and for consistency (:func:`ledger_inconsistencies`): a status its own numbers contradict is refused."""
-    from proofs_check.runners.ledger_schema import Ledger
+    from proofs_check.verdicts.ledger_schema import Ledger
 
     data = load_json(path, Ledger, name)
     problems = ledger_inconsistencies(data)

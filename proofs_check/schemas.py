@@ -5,7 +5,7 @@ One model per document, at the layer that owns it:
 - ``stack-spec``: :class:`numerics.params.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
 - ``checkpoint-manifest``: :class:`numerics.checkpoint.CheckpointManifest` (``fastslow train``, ``import-hf``);
 - ``sweep-spec``: :class:`proofs_check.sweep.spec.SweepFile` (a sweep's TOML file, as parsed);
-- ``ledger``: :class:`proofs_check.runners.ledger_schema.Ledger` (``fastslow check --json``).
+- ``ledger``: :class:`proofs_check.verdicts.ledger_schema.Ledger` (``fastslow check --json``).
 
 ``python -m proofs_check.schemas`` writes them to docs/schema/<document>.schema.json;
 ``--check`` exits 1, naming the file, when a committed schema differs from what the models generate.
@@ -25,7 +25,7 @@ def models() -> dict:
     """Document name -> the pydantic model that defines it."""
     from numerics.checkpoint import CheckpointManifest
     from numerics.params import StackSpecModel
-    from proofs_check.runners.ledger_schema import Ledger
+    from proofs_check.verdicts.ledger_schema import Ledger
     from proofs_check.sweep.spec import SweepFile
 
     return {"stack-spec": StackSpecModel, "checkpoint-manifest": CheckpointManifest, "sweep-spec": SweepFile,

@@ -233,6 +233,7 @@ def reproduce_scenario(out: Path) -> int:
     import proofs_check.runners.check
     import proofs_check.runners.derive
     import proofs_check.report.figures
+    import proofs_check.report.sections
     import proofs_check.runners.grid
     import proofs_check.runners.scale
     from proofs_check.runners import reach
@@ -251,7 +252,7 @@ def reproduce_scenario(out: Path) -> int:
                                                       "cells": []}
     proofs_check.runners.scale.run_scale = lambda *a, **k: {"claims": []}
     reach.run = lambda ctx: {}
-    reach.report_section = lambda result: []
+    proofs_check.report.sections.reach_section = lambda result: []
     text_experiment.recorded = lambda: CANNED["text-7.3"]
     proofs_check.report.figures.render = render
     return reproduce(out, quick=True, device="cpu", allow_drift=True)

@@ -18,7 +18,7 @@ import pytest
 from proofs_check.runners import grid
 from proofs_check.runners.check import exit_code, with_standing
 from proofs_check.runners.ledger import run_claim
-from proofs_check.runners.ledger_schema import checked_ledger
+from proofs_check.verdicts.ledger_schema import checked_ledger
 from proofs_check.sweep.summary import summarise
 from proofs_check.verdicts import on_stack as O
 from proofs_check.verdicts.evidence import CheckContext, ClaimResult, ControlResult, NumericResult

@@ -11,7 +11,7 @@ import pytest
 
 from numerics import checkpoint as ck
 from proofs_check import schemas
-from proofs_check.runners.ledger_schema import checked_ledger
+from proofs_check.verdicts.ledger_schema import checked_ledger
 
 jsonschema = pytest.importorskip("jsonschema")
 

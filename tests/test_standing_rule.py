@@ -18,7 +18,7 @@ import pytest
 
 from proofs_check.runners.check import with_standing
 from proofs_check.runners.ledger import run_claim
-from proofs_check.runners.ledger_schema import checked_ledger
+from proofs_check.verdicts.ledger_schema import checked_ledger
 from proofs_check.verdicts import standing as S
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import load_checks

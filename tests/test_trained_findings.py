@@ -1,6 +1,7 @@
 """The ledger's ``trained`` finding sorts the matrix's trained column by status and names every
 condition and reason; a matrix without the column has no finding."""
 
+from proofs_check.report.sections import trained_section
 from proofs_check.runners import trained_findings as tf
 def _cell(claim, arch, status, condition=None):
     ev = {"trained": {"checkpoint": "ck", "step": 7, "corpus_sha256": "ab" * 32, "validation_loss": 2.9}}
@@ -17,7 +18,7 @@ def test_findings_sort_the_trained_column_and_state_it():
     assert e["statement"] == ("On weights trained on text, 1.2 hold; 3.1 hold only under their condition; 2.2 fail; "
                               "1 claims do not apply to this stack (reasons listed).")
     assert 3.0 < e["unigram_entropy"] < 3.3  # the CPython documentation's bytes: 3.14 nats
-    section = "\n".join(tf.report_section(e))
+    section = "\n".join(trained_section(e))
     for text in ("3.1 holds only if: ρ̃ \\< 1", "2.2 fails: slope 0.4", "5.1 n/a: P unset", "2.900 nats/byte"):
         assert text in section, text
     assert all(f"figures/{name}.png" in section for name in tf.FIGURES)
@@ -25,4 +26,4 @@ def test_findings_sort_the_trained_column_and_state_it():
 
 def test_no_trained_column_no_finding():
     assert tf.findings({"cells": [_cell("1.2", "preln", "holds")]}) is None
-    assert "without its `trained` column" in "\n".join(tf.report_section(None))
+    assert "without its `trained` column" in "\n".join(trained_section(None))

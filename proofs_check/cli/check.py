@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from numerics.io import write_json, write_text
     from proofs_check.runners.check import exit_code, format_table, run_checks
-    from proofs_check.runners.ledger_schema import checked_ledger
+    from proofs_check.verdicts.ledger_schema import checked_ledger
 
     claims = validate_claims(args.claim)
     if args.scale and args.stack:
@@ -76,9 +76,10 @@ def run(args) -> int:
     if args.json:
         write_json(args.json, checked_ledger(ledger))
     if args.summary:
+        from proofs_check.experiments.recorded_findings import recorded_findings
         from proofs_check.verdicts.standing import summary_markdown
 
-        write_text(args.summary, summary_markdown(ledger))
+        write_text(args.summary, summary_markdown(ledger, recorded_findings()))
     return exit_code(ledger)
 
 
@@ -100,7 +101,7 @@ def _check_scale(args, claims) -> int:
     """``check --scale PRESET``: every claim's scale form at the preset's size (proofs_check.runners.scale)."""
     from numerics.io import write_json
     from proofs_check.runners.check import exit_code, format_table
-    from proofs_check.runners.ledger_schema import checked_ledger
+    from proofs_check.verdicts.ledger_schema import checked_ledger
     from proofs_check.runners.scale import format_sizes, run_scale
 
     ledger = run_scale(args.scale, claims, device=args.device, dtype=args.dtype or "float64", seed=seed(args),

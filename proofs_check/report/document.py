@@ -118,9 +118,10 @@ def _control_word(status: str) -> str:
 def summary_md(ledger: dict) -> list[str]:
     """The report's first screen: one line per claim with its kind, setting, status and finding
     (``proofs_check.verdicts.standing``), before the mechanical ledger."""
+    from proofs_check.experiments.recorded_findings import recorded_findings
     from proofs_check.verdicts.standing import summary_markdown
 
-    return summary_markdown(ledger).splitlines() + [
+    return summary_markdown(ledger, recorded_findings()).splitlines() + [
         "", "Each claim's *kind* (identity: exact at its reference for any weights; lemma: a fact on a model "
             "system, no stack enters; prediction: a quantitative statement about stacks that can fail on "
             "some stack; experiment: depends on data), the *setting* it was checked in, and its *status*: "

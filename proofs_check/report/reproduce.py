@@ -105,9 +105,10 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             ledger["trained"] = trained_findings.findings(results["matrix"])
             ledger["reach"] = results["reach"]
             write_json(out / "ledger.json", ledger)
+            from proofs_check.experiments.recorded_findings import recorded_findings
             from proofs_check.verdicts.standing import summary_markdown
 
-            write_text(out / "claims_summary.md", summary_markdown(ledger))  # the README's claims table
+            write_text(out / "claims_summary.md", summary_markdown(ledger, recorded_findings()))  # the README's claims table
             write_report(out, ledger, results["matrix"], results["scale"])
         timings[step] = time.perf_counter() - start
     ledger = results["ledger"]
@@ -127,11 +128,11 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
     (``python -m proofs_check.report.reproduce OUT``)."""
     import json
 
-    from proofs_check.experiments import depth_smoothness, text_experiment
+    from proofs_check.experiments import text_experiment
     from proofs_check.report.conditions import grid_section
     from proofs_check.report.document import render_html, render_markdown
     from proofs_check.report.figures import load_figures
-    from proofs_check.runners import reach, trained_findings
+    from proofs_check.report.sections import depth_smoothness_section, reach_section, trained_section
 
     out = Path(out)
     ledger = ledger or json.loads((out / "ledger.json").read_text())
@@ -152,9 +153,9 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
     extra = stamp(grid_section(matrix, figures=["claims_matrix"]), run)
     extra += stamp(scale_section([scale, *recorded_scale_runs()]), run)
     extra += sweep_section(figures_dir)
-    extra += stamp(trained_findings.report_section(ledger["trained"]), run)
-    extra += stamp(reach.report_section(ledger["reach"]), run)
-    extra += stamp(depth_smoothness.report_section(ledger["recorded"]["depth-smoothness"]),
+    extra += stamp(trained_section(ledger["trained"]), run)
+    extra += stamp(reach_section(ledger["reach"]), run)
+    extra += stamp(depth_smoothness_section(ledger["recorded"]["depth-smoothness"]),
                    recorded(ROOT / "docs" / "trained" / "depth_smoothness.json"))
     extra += stamp(text_experiment.report_section(text_experiment.recorded(), figures_dir),
                    recorded(text_experiment.RECORDED))

@@ -93,6 +93,7 @@ def format_table(ledger: dict) -> str:
     setting, status, one-line finding); then claim, symbolic, numeric error vs tolerance, control, the
     mechanical decision; then the run's profile and sizes (the symbolic step count depends on them:
     ``thorough`` and full sizes prove more)."""
+    from proofs_check.experiments.recorded_findings import recorded_findings
     from proofs_check.verdicts.standing import FAILS, format_summary, ledger_word
 
     rows = [("claim", "title", "symbolic", "numeric max err / tol", "control", "ledger", "s")]
@@ -104,7 +105,7 @@ def format_table(ledger: dict) -> str:
         flag = " (recon.)" if c.get("reconstruction") else ""
         rows.append((c["id"], shorten(c["title"], TITLE_WIDTH - len(flag)) + flag, sym, num_s, ctl, ledger_word(c),
                      f"{c.get('seconds', 0):.1f}"))
-    lines = [format_summary(ledger), ""] + text_table(rows)
+    lines = [format_summary(ledger, recorded_findings()), ""] + text_table(rows)
     counts = {s: sum(c["status"] == s for c in ledger["claims"]) for s in words(Decision)}
     opts = ledger.get("options", {})
     sizes = "quick (CI) sizes" if opts.get("quick", True) else "full sizes"

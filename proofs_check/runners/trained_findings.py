@@ -42,29 +42,3 @@ def _statement(by_status: dict) -> str:
         text += f"; {ids(by_status['conditional'])} hold only under their condition"
     text += f"; {ids(by_status['fails'])} fail"
     return text + f"; {len(by_status['n/a'])} claims do not apply to this stack (reasons listed)."
-
-
-def report_section(entry: dict | None) -> list[str]:
-    """The report's section: the trained stack, the finding, each conditional / failing / n/a claim with
-    its condition or reason, and the trained-vs-random figures."""
-    from proofs_check.report.figures import load_figures
-    from proofs_check.tables import md_escape
-    from proofs_check.report.document import figure_md
-
-    lines = ["", "## Claims on trained weights", ""]
-    if entry is None:
-        return lines + ["The matrix ran without its `trained` column."]
-    s = entry["stack"] or {}
-    if s:
-        lines += [f"Stack: the matrix's `trained` column, checkpoint `{s['checkpoint']}` ({s['step']} steps, "
-                  f"validation loss {s['validation_loss']:.3f} nats/byte against the unigram entropy "
-                  f"{entry['unigram_entropy']:.3f}; corpus sha256 {s['corpus_sha256'][:12]}…).", ""]
-    lines += [f"**Finding.** {md_escape(entry['statement'])}", ""]
-    for label, group in (("holds only if", entry["conditional"]), ("fails", entry["fail"]),
-                         ("n/a", entry["not_applicable"])):
-        lines += [f"- {cid} {label}: {md_escape(str(why or '—'))}" for cid, why in sorted(group.items())]
-    titles = {n: f.title for n, f in load_figures().items()}
-    lines.append("")
-    for name in FIGURES:
-        lines += figure_md(name, titles.get(name))
-    return lines

@@ -277,11 +277,24 @@ def homogeneous_reference() -> frozenset[str]:
     return frozenset(cid for cid, c in CLAIMS.items() if c.homogeneous_reference)
 
 
-def load_checks() -> dict[str, Claim]:
-    """Import every claim module under ``proofs_check.claims`` (each family's module or package and its
-    modules), so that every claim registers; returns the registry."""
-    import proofs_check.claims as package
+#: the entry-point group naming the packages whose modules register claims (pyproject.toml): the registry
+#: finds the claims through it, so it imports nothing above its own layer
+CLAIM_PACKAGES = "fastslow.claims"
 
-    for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
-        importlib.import_module(info.name)
+
+def load_checks() -> dict[str, Claim]:
+    """Import every module of each package under the ``fastslow.claims`` entry point (``proofs_check.claims``:
+    each family's module or package and its modules), so that every claim registers; returns the registry.
+    An install that declares no such package is refused (RuntimeError): a registry with no claims would
+    skip every one of them."""
+    from importlib.metadata import entry_points
+
+    packages = sorted(entry_points(group=CLAIM_PACKAGES), key=lambda e: e.name)
+    if not packages:
+        raise RuntimeError(f"no package registers claims under the entry point {CLAIM_PACKAGES!r}: the installed "
+                           "metadata predates it; reinstall with pip install -e .")
+    for entry in packages:
+        package = entry.load()
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
+            importlib.import_module(info.name)
     return CLAIMS

@@ -154,20 +154,19 @@ def setting_text(setting: str | None) -> str:
     return f"the paper's ({PAPER_SETTING})" if setting == PAPER else setting
 
 
-def summary_rows(ledger: dict) -> list[dict]:
-    """One row per claim: id, kind, setting, standing, the ledger's decision and the one-line finding."""
-    rows = []
+def summary_rows(ledger: dict, findings: dict[str, str] | None = None) -> list[dict]:
+    """One row per claim: id, kind, setting, standing, the ledger's decision and the one-line finding, with
+    the recorded experiment's result where ``findings`` (claim id -> one clause,
+    ``proofs_check.experiments.recorded_findings``) has one."""
+    rows, findings = [], findings or {}
     for c in ledger["claims"]:
         get = c.get  # each ledger record carries its claim's declaration (a record without one reads "—")
         standing = get("standing") or "—"
         line = get("headline") or ""
         if get("condition") and standing == CONDITIONAL:
             line = f"condition: {get('condition')}. {line}".strip()
-        if c["id"] == "7.3":
-            from proofs_check.experiments.text_experiment import short_finding
-
-            text = short_finding()
-            line = f"{line}; {text}" if text else line
+        if findings.get(c["id"]):
+            line = f"{line}; {findings[c['id']]}"
         if c.get("measurement"):
             line = f"measured in the paper's setting: {c['measurement']['short']}. {line}".strip()
         if c.get("standing_conflict"):
@@ -178,9 +177,9 @@ def summary_rows(ledger: dict) -> list[dict]:
     return rows
 
 
-def format_summary(ledger: dict) -> str:
+def format_summary(ledger: dict, findings: dict[str, str] | None = None) -> str:
     """The plain-text summary ``fastslow check`` opens with: one line per claim, the finding in full."""
-    rows = summary_rows(ledger)
+    rows = summary_rows(ledger, findings)
     head = ("claim", "kind", "setting", "status", "ledger", "finding")
     cells = [head] + [(r["id"], r["kind"], "paper's" if r["setting"] == PAPER else (r["setting"] or "—"),
                        r["standing"], r["ledger"], r["finding"]) for r in rows]
@@ -191,11 +190,11 @@ def format_summary(ledger: dict) -> str:
     return "\n".join(lines)
 
 
-def summary_markdown(ledger: dict) -> str:
+def summary_markdown(ledger: dict, findings: dict[str, str] | None = None) -> str:
     """The same summary as a markdown table (for the report's first screen and the README)."""
     rows = [(_one_line(r["id"]), _one_line(r["kind"]), _one_line(setting_text(r["setting"])),
              bold(_one_line(r["standing"])), bold(_one_line(r["ledger"])), _one_line(r["finding"]))
-            for r in summary_rows(ledger)]
+            for r in summary_rows(ledger, findings)]
     lines = markdown_table(("claim", "kind", "setting", "status", "ledger", "finding"), rows)
     return "\n".join(lines) + f"\n\nThe paper's setting: {PAPER_SETTING}. *ledger* is the mechanical decision " \
         "(symbolic steps proved, numeric error within tolerance, negative control failing as predicted) " \
