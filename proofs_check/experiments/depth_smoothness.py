@@ -189,17 +189,6 @@ def ledger_entry() -> dict | None:
             "recorded": r.get("recorded"), "file": "docs/trained/depth_smoothness.json"}
 
 
-def report_section(entry: dict | None) -> list[str]:
-    """The report's paragraph and figure."""
-    from proofs_check.tables import md_escape
-    from proofs_check.report.document import figure_md
-
-    if entry is None:
-        return []
-    return (["", "## Depth smoothness of trained weights (Claim 1.1's premise)", "", md_escape(entry["statement"]), ""]
-            + figure_md("depth_roughness", "Layer-to-layer change of trained weights against depth"))
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="where to write the numbers")
