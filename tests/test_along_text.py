@@ -22,7 +22,7 @@ from numerics import held_out
 from numerics import matrix_free as mf
 from numerics import visited as VI
 from numerics.loss_visibility import readout
-from numerics.stack import random_stack, random_xbar
+from numerics.stack import random_xbar
 from proofs_check.claims import along_text
 
 F64 = torch.float64
@@ -45,7 +45,7 @@ def test_gpt2_byte_ids_are_gpt2s_vocabulary():
 @pytest.mark.parametrize("seed", [0, 3])
 def test_visited_form_is_the_generated_form_at_the_reference(knobs, seed):
     T, d, L = 8, 8, 3
-    stack = random_stack(T=T, d=d, layers=L, heads=2, kernel="causal", seed=seed, dtype=F64, **knobs)
+    stack = StackSpec.of(T=T, d=d, layers=L, heads=2, kernel="causal", seed=seed, dtype="float64", **knobs).build()
     xbar = random_xbar(d, seed).to(F64)
     X = xbar.expand(T, d).clone()
     V = mf.probes(3, T, d, seed=seed + 1)
@@ -70,7 +70,7 @@ def test_visited_form_departs_at_first_order_off_the_reference():
     deviation t: e(10t)/e(t) = 10 up to the next order, |ratio/10 − 1| ≤ 20·t_max·κ with κ ≤ 5 for
     these O(1) weights (the second-order term's relative size)."""
     T, d = 8, 8
-    stack = random_stack(T=T, d=d, layers=3, heads=2, kernel="causal", seed=1, dtype=F64)
+    stack = StackSpec(T=T, d=d, layers=3, heads=2, kernel="causal", seed=1, dtype="float64").build()
     xbar = random_xbar(d, 1).to(F64)
     Z = torch.randn(T, d, generator=torch.Generator().manual_seed(5), dtype=F64)
     Z = Z - Z.mean(0)
@@ -81,7 +81,7 @@ def test_visited_form_departs_at_first_order_off_the_reference():
 
 def _hierarchical(kernel: str, seed: int = 0):
     T, d, P = 8, 8, 4
-    stack = random_stack(T=T, d=d, layers=2, heads=2, kernel=kernel, P=P, gate=0.3, seed=seed, dtype=F64)
+    stack = StackSpec(T=T, d=d, layers=2, heads=2, kernel=kernel, P=P, seed=seed, dtype="float64", knobs={"gate": 0.3}).build()
     logits = readout(d, 40, seed + 11)
     tokens = held_out.text_tokens(T, 40, windows=2)
     X0 = torch.randn(40, d, generator=torch.Generator().manual_seed(seed + 3), dtype=F64)[tokens]
@@ -125,7 +125,7 @@ def test_kernel_commutators_vanish_at_the_reference_and_not_on_text():
     """2.2(c) at 1x̄ᵀ every visited kernel is the frozen causal kernel, so every commutator is rounding
     (T·u relative for T×T products of entries ≤ 1); at a spread state the heads' kernels differ."""
     T, d = 8, 8
-    stack = random_stack(T=T, d=d, layers=2, heads=2, kernel="causal", seed=0, dtype=F64)
+    stack = StackSpec(T=T, d=d, layers=2, heads=2, kernel="causal", seed=0, dtype="float64").build()
     xbar = random_xbar(d, 0).to(F64)
     at_ref = VI.kernel_commutators(stack, xbar.expand(T, d).clone(), 16, 0)
     assert at_ref and max(at_ref) <= 4 * T * torch.finfo(F64).eps
@@ -144,10 +144,10 @@ def test_pooled_leak_is_exact_at_the_reference_for_kernels_that_keep_ker_pi(kern
     V = mf.probes(2, T, d, seed=3)
     xbar = random_xbar(d, 2).to(F64)
     X = xbar.expand(T, d).clone()
-    stack = random_stack(T=T, d=d, layers=L, heads=2, kernel=kernel, block_size=P, seed=2, dtype=F64)
+    stack = StackSpec(T=T, d=d, layers=L, heads=2, kernel=kernel, seed=2, dtype="float64", knobs={"block_size": P}).build()
     tol = mf.rounding_tolerance(T, d, L, F64, stack.config.mlp_ratio)
     assert VI.pooled_leak(stack, X, V, P) <= tol
-    causal = random_stack(T=T, d=d, layers=L, heads=2, kernel="causal", seed=2, dtype=F64)
+    causal = StackSpec(T=T, d=d, layers=L, heads=2, kernel="causal", seed=2, dtype="float64").build()
     Pi, _, Q = pooling(T, P, F64)
     action = mf.JacobianAction(causal, xbar)
     predicted = VI._ratio(Pi @ action(V - Q @ V), action(V))

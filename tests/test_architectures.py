@@ -12,7 +12,6 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from numerics import random_stack
 from numerics.architectures import ARCHS, build, hilbert_diameter, sinkhorn, sinkhorn_tolerance
 from numerics.generated import architectures as gen
 
@@ -152,9 +151,9 @@ def test_variant_differs_from_base(arch):
 
 
 def test_random_stack_dispatch_keeps_default():
-    plain = random_stack(T, D, 2, HEADS, "causal", seed=1)
+    plain = StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", seed=1).build()
     assert type(plain).__name__ == "Stack" and plain.config.arch == "preln"
-    looped = random_stack(T, D, 2, HEADS, "causal", seed=1, arch="looped")
+    looped = StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", seed=1, arch="looped").build()
     assert looped.config.arch == "looped" and looped.config.layers == 2
 
 
@@ -268,17 +267,17 @@ def test_mhc_composite_gain_bounded_vs_unconstrained():
 # ------------------------------------------------------------------ errors
 def test_bad_arch_and_options_errors():
     with pytest.raises(ValueError, match="arch='transformer' is not one of"):
-        random_stack(T, D, 2, HEADS, "causal", arch="transformer")
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch="transformer").build()
     with pytest.raises(ValueError, match="not options of arch='mhc'"):
-        random_stack(T, D, 2, HEADS, "causal", arch="mhc", arch_options={"loops": 3})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch="mhc", arch_options={"loops": 3}).build()
     with pytest.raises(ValueError, match="arch='preln' takes no options"):
-        random_stack(T, D, 2, HEADS, "causal", arch_options={"k": 2})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch_options={"k": 2}).build()
     with pytest.raises(ValueError, match="injection_delta=-1.*> 0"):
-        random_stack(T, D, 2, HEADS, "causal", arch="looped", arch_options={"injection_delta": -1})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch="looped", arch_options={"injection_delta": -1}).build()
     with pytest.raises(ValueError, match="compressed.*needs P"):
-        random_stack(T, D, 2, HEADS, "causal", arch="compressed")
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch="compressed").build()
     with pytest.raises(ValueError, match="mixing='free'"):
-        random_stack(T, D, 2, HEADS, "causal", arch="mhc", arch_options={"mixing": "free"})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch="mhc", arch_options={"mixing": "free"}).build()
     with pytest.raises(ValueError, match="sinkhorn needs a matrix with positive entries"):
         sinkhorn(-torch.ones(2, 2, dtype=F64), 3)
 
@@ -325,8 +324,8 @@ def test_a_new_architecture_is_one_subclass(throwaway_arch):
 
     name = throwaway_arch.arch
     assert check_arch(name) == name and ARCHITECTURES[name] is throwaway_arch
-    stack = random_stack(T, D, 3, HEADS, "causal", seed=2, arch=name, arch_options={"factor": 0.25})
-    plain = random_stack(T, D, 3, HEADS, "causal", seed=2)
+    stack = StackSpec(T=T, d=D, layers=3, heads=HEADS, kernel="causal", seed=2, arch=name, arch_options={"factor": 0.25}).build()
+    plain = StackSpec(T=T, d=D, layers=3, heads=HEADS, kernel="causal", seed=2).build()
     assert isinstance(stack, throwaway_arch) and stack.config.arch == name
     x = torch.randn(T, D, generator=torch.Generator().manual_seed(5), dtype=F64)
     expected = x
@@ -342,9 +341,9 @@ def test_a_new_architecture_is_one_subclass(throwaway_arch):
     assert float((stack(xbar.expand(T, D)) - ref).abs().max().detach()) <= TOL
     assert resolve_options(name, None) == {"factor": 0.5}
     with pytest.raises(ValueError, match="factor=-1 must be > 0"):
-        random_stack(T, D, 2, HEADS, "causal", arch=name, arch_options={"factor": -1})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch=name, arch_options={"factor": -1}).build()
     with pytest.raises(ValueError, match=r"\['k'\] are not options of arch='throwaway-damped'"):
-        random_stack(T, D, 2, HEADS, "causal", arch=name, arch_options={"k": 2})
+        StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal", arch=name, arch_options={"k": 2}).build()
 
 
 def test_an_architecture_without_its_step_maps_cannot_be_built():
@@ -359,6 +358,6 @@ def test_an_architecture_without_its_step_maps_cannot_be_built():
             return s
 
     assert ARCHITECTURES == before
-    plain = random_stack(T, D, 2, HEADS, "causal")
+    plain = StackSpec(T=T, d=D, layers=2, heads=HEADS, kernel="causal").build()
     with pytest.raises(TypeError, match="abstract method.*token_step"):
         Incomplete(plain.config, {}, plain, None, None, None)

@@ -6,7 +6,6 @@ import sympy as sp
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics import random_stack
 from numerics.spec import StackSpec
 from numerics import coarse_graining as cg
 from numerics.jacobians import layer_jacobians
@@ -25,10 +24,8 @@ def _xbar(d, seed):
 
 def _stack(kernel, slow, layers, seed, value_scale=0.0, d=8):
     if slow == "off":
-        return random_stack(8, d, layers, 2, kernel, block_size=4 if kernel == "block" else None,
-                            seed=seed, value_scale=value_scale)
-    return random_stack(8, d, layers, 2, kernel, P=4, gate=0.5 if slow == "gate" else 0.0, seed=seed,
-                        value_scale=value_scale)
+        return StackSpec(T=8, d=d, layers=layers, heads=2, kernel=kernel, seed=seed, knobs={"block_size": 4 if kernel == "block" else None, "value_scale": value_scale}).build()
+    return StackSpec(T=8, d=d, layers=layers, heads=2, kernel=kernel, P=4, seed=seed, knobs={"gate": 0.5 if slow == "gate" else 0.0, "value_scale": value_scale}).build()
 
 
 def _state(slow, seed, d=8):
@@ -105,7 +102,7 @@ def test_causal_two_sided_stays_order_one():
 
 def test_mode_blocks_reproduce_layer_jacobian():
     """J_ℓ(s ⊗ x) = s ⊗ G_ℓ(λ)x for every mode: the generated blocks against the dense Jacobian."""
-    st_ = random_stack(6, 8, 2, 2, "causal", seed=3, value_scale=5.0)
+    st_ = StackSpec(T=6, d=8, layers=2, heads=2, kernel="causal", seed=3, knobs={"value_scale": 5.0}).build()
     xbar = _xbar(8, 3)
     modes, _ = cg.kernel_modes(st_.frozen_kernel())
     G = cg.mode_blocks(st_, xbar, modes)
@@ -136,7 +133,7 @@ def test_mode_ratio_below_path_product(spec):
 @example(seed=0, kernel="full", c=0.0, decay=3.0)
 def test_theory_rho_never_below_one(seed, kernel, c, decay):
     """The paper's ρ is ≥ 1 for every pre-LN stack with hα ≠ 1 (G_ℓ(λ)1 = G_ℓ(1)1): its bound is vacuous."""
-    st_ = random_stack(6, 8, 2, 2, kernel, seed=seed, value_scale=c, decay=decay)
+    st_ = StackSpec(T=6, d=8, layers=2, heads=2, kernel=kernel, seed=seed, knobs={"value_scale": c, "decay": decay}).build()
     assert cg.saturation_depth(st_, _xbar(8, seed), 0.5).theory_rho >= 1 - 1e-12
 
 
@@ -149,7 +146,7 @@ def test_theory_rho_degenerate_when_residual_stream_killed():
     "zero" means within those bounds (about 1e-15), which LAPACK builds differ on (MKL's AVX-512 path
     gives 8e-17 where others give 0)."""
     T, d = 6, 8
-    st_ = random_stack(T, d, 2, 2, "full", seed=0, decay=2.0)
+    st_ = StackSpec(T=T, d=d, layers=2, heads=2, kernel="full", seed=0, knobs={"decay": 2.0}).build()
     xbar = _xbar(d, 0)
     sd = cg.saturation_depth(st_, xbar, 0.5)
     modes, _ = cg.kernel_modes(st_.frozen_kernel())
@@ -161,7 +158,7 @@ def test_theory_rho_degenerate_when_residual_stream_killed():
     assert float(sd.ratios.max()) <= lam_bound * (1 + 20 * d * EPS)
     assert sd.measured == 0
     # control: with hα ≠ 1 the residual stream survives and ρ is ≥ 1 (test_theory_rho_never_below_one)
-    assert cg.saturation_depth(random_stack(T, d, 2, 2, "full", seed=0, decay=1.0), xbar, 0.5).theory_rho >= 1 - 1e-12
+    assert cg.saturation_depth(StackSpec(T=T, d=d, layers=2, heads=2, kernel="full", seed=0, knobs={"decay": 1.0}).build(), xbar, 0.5).theory_rho >= 1 - 1e-12
 
 
 @pytest.mark.parametrize("kernel", ["causal", "full", "alibi"])
@@ -169,7 +166,7 @@ def test_kernel_eigenvalues_fallback_routes_agree(kernel, monkeypatch):
     """Where ``torch.linalg.eigvals`` does not converge, NumPy's LAPACK gives the same spectrum to
     T·ε·‖A‖₂·κ (κ = cond of the eigenvector basis, ≤ 1e3 for these kernels at T = 23); a shift left in
     (A + I without taking 1 back) misses by exactly 1, the control."""
-    A = random_stack(23, 2, 1, 1, kernel, seed=0).frozen_kernel()
+    A = StackSpec(T=23, d=2, layers=1, heads=1, kernel=kernel, seed=0).build().frozen_kernel()
     reference = torch.sort(cg.kernel_eigenvalues(A)).values
     tol = 23 * EPS * float(torch.linalg.matrix_norm(A, ord=2)) * 1e3
 
@@ -184,7 +181,7 @@ def test_kernel_eigenvalues_fallback_routes_agree(kernel, monkeypatch):
 
 def test_bound_holds_where_rho_below_one():
     """Full kernel, c = 20: ρ̃ < 1, the bound is inside the stack and ℓ* ≤ bound."""
-    st_ = random_stack(6, 16, 16, 2, "full", seed=0, value_scale=20.0)
+    st_ = StackSpec(T=6, d=16, layers=16, heads=2, kernel="full", seed=0, knobs={"value_scale": 20.0}).build()
     sd = cg.saturation_depth(st_, _xbar(16, 0), 0.5)
     assert sd.rho < 1 and sd.bound is not None and sd.bound < sd.layers
     assert sd.measured is not None and sd.measured <= sd.bound
@@ -192,7 +189,7 @@ def test_bound_holds_where_rho_below_one():
 
 def test_no_saturation_without_value_path():
     """Control: c = 0 keeps r near 1; the code reports no saturation depth and why."""
-    st_ = random_stack(6, 16, 16, 2, "causal", seed=0, value_scale=0.0)
+    st_ = StackSpec(T=6, d=16, layers=16, heads=2, kernel="causal", seed=0, knobs={"value_scale": 0.0}).build()
     sd = cg.saturation_depth(st_, _xbar(16, 0), 0.5)
     assert sd.measured is None and float(sd.ratios[-1].max()) > 0.5
     assert "no saturation depth" in str(sd) and "r stays above τ" in str(sd)
@@ -200,7 +197,7 @@ def test_no_saturation_without_value_path():
 
 @pytest.mark.parametrize("tol", [0.0, 1.0, -0.1, float("nan")])
 def test_bad_tolerance(tol):
-    st_ = random_stack(4, 4, 1, 1, "causal")
+    st_ = StackSpec(T=4, d=4, layers=1, heads=1, kernel="causal").build()
     with pytest.raises(ValueError, match="tol"):
         cg.saturation_depth(st_, torch.zeros(4, dtype=torch.float64), tol)
 

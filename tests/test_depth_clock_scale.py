@@ -7,7 +7,7 @@ import torch
 from numerics import depth_clock_scale as S
 from numerics import depth_slow_manifold as nds
 from numerics.spec import StackSpec
-from numerics.stack import random_stack, random_xbar
+from numerics.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import evaluate
@@ -30,7 +30,7 @@ def _relative_tolerance(L, d):
 def test_one_mode_at_a_time_equals_the_dense_route(monkeypatch, knobs):
     """Every mode, one at a time, equals the dense route's ratios; a subset equals the dense columns it names."""
     L, d = 8, 8
-    stack = random_stack(6, d, L, 2, "causal", seed=3, **knobs)
+    stack = StackSpec.of(T=6, d=d, layers=L, heads=2, kernel="causal", seed=3, **knobs).build()
     xbar = random_xbar(d, 3)
     lams, r = nds.measured_ratios(stack, xbar)
     monkeypatch.setattr(S, "BLOCK_BYTES_LIMIT", 0)
@@ -44,7 +44,7 @@ def test_one_mode_at_a_time_equals_the_dense_route(monkeypatch, knobs):
 
 def test_a_wrong_mode_is_caught(monkeypatch):
     """Negative control: the same route fed λ/2 for λ misses the dense ratios by far more than the tolerance."""
-    stack, xbar = random_stack(6, 8, 8, 2, "causal", seed=1, value_scale=20.0), random_xbar(8, 1)
+    stack, xbar = StackSpec(T=6, d=8, layers=8, heads=2, kernel="causal", seed=1, knobs={"value_scale": 20.0}).build(), random_xbar(8, 1)
     lams, r = nds.measured_ratios(stack, xbar)
     wrong = S.mode_ratios(stack, xbar, [v / 2 for v in lams])
     assert float((wrong / r - 1).abs().max()) > 1e3 * _relative_tolerance(8, 8)

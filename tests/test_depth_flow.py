@@ -4,15 +4,15 @@ import pytest
 import torch
 
 from numerics import depth_flow as nd
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.fitting import loglog_fit
 from numerics.jacobians import layer_jacobians, stack_jacobian
 
 
 def test_same_seed_same_path():
     """The smooth path θ(t) is drawn before sampling: layer ℓ of depth L equals θ(ℓ/L) for every L."""
-    a = random_stack(4, 4, 4, 1, "causal", seed=3, weight_path="smooth")
-    b = random_stack(4, 4, 8, 1, "causal", seed=3, weight_path="smooth")
+    a = StackSpec(T=4, d=4, layers=4, heads=1, kernel="causal", seed=3, knobs={"weight_path": "smooth"}).build()
+    b = StackSpec(T=4, d=4, layers=8, heads=1, kernel="causal", seed=3, knobs={"weight_path": "smooth"}).build()
     for (n, p), (m, q) in zip(a.layers[1].named_parameters(), b.layers[2].named_parameters()):
         assert n == m and torch.equal(p, q)
 
@@ -36,14 +36,14 @@ def test_scalar_error_constant():
 
 
 def test_chain_rule():
-    st = random_stack(5, 4, 3, 2, "causal", seed=1)
+    st = StackSpec(T=5, d=4, layers=3, heads=2, kernel="causal", seed=1).build()
     X = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     J = stack_jacobian(st, X).detach()
     assert nd.relative(nd.depth_ordered_product(layer_jacobians(st, X)), J) <= 1e-12
 
 
 def test_reversed_order_fails():
-    st = random_stack(5, 4, 4, 2, "causal", seed=1)
+    st = StackSpec(T=5, d=4, layers=4, heads=2, kernel="causal", seed=1).build()
     X = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     J = stack_jacobian(st, X).detach()
     Js = layer_jacobians(st, X)
@@ -54,7 +54,7 @@ def test_reversed_order_fails():
 
 def test_bad_rtol():
     import pytest
-    st = random_stack(2, 2, 1, 1, "causal", seed=0, weight_path="smooth")
+    st = StackSpec(T=2, d=2, layers=1, heads=1, kernel="causal", seed=0, knobs={"weight_path": "smooth"}).build()
     with pytest.raises(ValueError, match="rtol"):
         nd.flow_reference(st, torch.zeros(2, 2, dtype=torch.float64), rtol=0.1)
 
@@ -81,7 +81,7 @@ def test_error_constant_matches_richardson():
 
 def test_finite_difference_directions_match_jvp():
     """The central differences inside error_constant_reference against torch.func.jvp (forward mode)."""
-    st = random_stack(4, 4, 1, 1, "causal", seed=2, weight_path="smooth")
+    st = StackSpec(T=4, d=4, layers=1, heads=1, kernel="causal", seed=2, knobs={"weight_path": "smooth"}).build()
     X = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     V = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
@@ -158,7 +158,7 @@ def test_paper_forward_sees_a_wrong_step_in_one_layer_by_the_predicted_amount():
     """The stack against the paper's layer written with torch's reference ops: equal to rounding, and
     a last layer stepping h(1 + δ) instead of h moves the output by δh ∂_h X' + O(δ²), with
     X' = u + h M(u), u = (1 − hα)x + h a: ∂_h X' = (a − αx) + M(u) + h M'(u)(a − αx)."""
-    stack = random_stack(6, 8, 4, 2, "causal", seed=1, value_scale=1.0)
+    stack = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=1, knobs={"value_scale": 1.0}).build()
     X = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     layer, h, alpha = stack.layers[-1], stack.h, stack.config.decay
     with torch.no_grad():

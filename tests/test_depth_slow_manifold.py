@@ -10,7 +10,7 @@ from numerics import depth_slow_manifold as nds
 from numerics import coarse_graining as ncg
 from numerics.generated import depth_slow_manifold as gen
 from numerics.spec import StackSpec
-from numerics.stack import random_stack, random_xbar
+from numerics.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import load_checks
@@ -21,8 +21,7 @@ EPS = 2.0**-52
 
 
 def _ideal(kernel, seed, c, *, T=4, d=6, layers=6, decay=0.0, eta=0.0):
-    stack = random_stack(T, d, layers, 2 if kernel != "alibi" else 1, kernel, seed=seed, value_scale=c, decay=decay,
-                         block_size=2 if kernel == "block" else None)
+    stack = StackSpec(T=T, d=d, layers=layers, heads=2 if kernel != "alibi" else 1, kernel=kernel, seed=seed, knobs={"value_scale": c, "decay": decay, "block_size": 2 if kernel == "block" else None}).build()
     return nds.ideal_path(stack, eta), random_xbar(d, seed)
 
 
@@ -40,7 +39,7 @@ def test_clock_is_exact_on_the_ideal_layer(kernel, seed, c, decay):
 def test_clock_misses_a_drawn_layer_by_order_one():
     """Control for the identity: on the drawn stack (η = 1) the clock is a prediction, off by O(1) in log r
     (the MLP, the value-path noise, γ₁'s spread and β₁ are first order in η with O(0.1–1) coefficients)."""
-    stack = random_stack(6, 8, 16, 2, "causal", seed=0, value_scale=20.0)
+    stack = StackSpec(T=6, d=8, layers=16, heads=2, kernel="causal", seed=0, knobs={"value_scale": 20.0}).build()
     xbar = random_xbar(8, 0)
     lams, r = nds.measured_ratios(stack, xbar)
     err = float((r.log() - nds.clock_ratios(stack, xbar, lams).log()).abs().max())
@@ -50,7 +49,7 @@ def test_clock_misses_a_drawn_layer_by_order_one():
 def test_residual_is_first_order_in_eta():
     """e(η) = max_{ℓ≥ℓ*} |log r − log r̂| along θ(η): fitted log–log slope 1 ± 0.1 (chk.SLOPE_TOL: the second-order
     remainder bends the line by ≲ 0.02 over η ≤ 1/64)."""
-    base = random_stack(6, 6, 8, 2, "causal", seed=3, value_scale=20.0)
+    base = StackSpec(T=6, d=6, layers=8, heads=2, kernel="causal", seed=3, knobs={"value_scale": 20.0}).build()
     xbar = random_xbar(6, 3)
     res = []
     for eta in chk.ETAS:
@@ -86,7 +85,7 @@ def test_discrete_clock_never_below_the_power_law(lam, g):
 def test_depth_epsilon_of_the_kernels():
     """ε = 1/(1 − λ₂): 2 for causal (λ₂ = 1/2), 1 for full (λ₂ = 0), ≥ 1 always."""
     for kernel, eps in (("causal", 2.0), ("full", 1.0)):
-        s = random_stack(6, 4, 2, 2, kernel, seed=0)
+        s = StackSpec(T=6, d=4, layers=2, heads=2, kernel=kernel, seed=0).build()
         assert nds.depth_epsilon(nds.decaying_eigenvalues(s)) == pytest.approx(eps, rel=1e-12)
     lam = torch.linspace(0, 0.99, 50, dtype=torch.float64)
     assert bool((gen.depth_epsilon(lam) >= 1).all())
@@ -103,11 +102,11 @@ def test_clock_against_autograd_route():
 
 
 def test_ideal_path_refuses_bad_input():
-    s = random_stack(4, 4, 2, 2, "causal", seed=0, weight_path="smooth")
+    s = StackSpec(T=4, d=4, layers=2, heads=2, kernel="causal", seed=0, knobs={"weight_path": "smooth"}).build()
     with pytest.raises(ValueError, match="weight_path"):
         nds.ideal_path(s, 0.0)
     with pytest.raises(ValueError, match="eta"):
-        nds.ideal_path(random_stack(4, 4, 2, 2, "causal", seed=0), -1.0)
+        nds.ideal_path(StackSpec(T=4, d=4, layers=2, heads=2, kernel="causal", seed=0).build(), -1.0)
 
 
 def test_not_applicable_outside_its_setting():

@@ -17,7 +17,7 @@ import torch
 from numerics.depth_study import measures as ms
 from numerics.depth_study import spectrum as spm
 from numerics.fitting import loglog_fit
-from numerics.stack import random_stack
+from numerics.spec import StackSpec
 
 GPT2 = {"activation": "gelu_new", "attn_bias": True}
 RTOL = 1e-10
@@ -25,7 +25,7 @@ RTOL = 1e-10
 
 def gpt2_stack(L=4, T=8, d=16, heads=2, seed=0, **kw):
     knobs = {"step": 1.0} if kw.get("weight_path") is None else {}
-    return random_stack(T, d, L, heads, "causal", seed=seed, **GPT2, **{**knobs, **kw})
+    return StackSpec.of(T=T, d=d, layers=L, heads=heads, kernel="causal", seed=seed, **GPT2, **{**knobs, **kw}).build()
 
 
 def windows(n=3, T=8, d=16, seed=1):
@@ -90,7 +90,7 @@ def test_invariants_unchanged_by_head_rotations_and_unit_permutations():
     predicted amount, E r² = (‖A‖² + ‖B‖²)/‖A‖² (the rotated pair is uncorrelated: E⟨A R₁, B R₂⟩ = 0),
     within 0.15 relative (≈ 5 standard deviations of ⟨A R₁, B R₂⟩/(‖A‖‖B‖) ~ 1/√(d·d_k) = 0.06 averaged
     over 7 pairs)."""
-    stack = random_stack(8, 32, 8, 4, "causal", seed=3, weight_path="smooth", **GPT2)
+    stack = StackSpec.of(T=8, d=32, layers=8, heads=4, kernel="causal", seed=3, weight_path="smooth", **GPT2).build()
     moved = _rotate_and_permute(stack)
     X = windows(T=8, d=32)
     with torch.no_grad():

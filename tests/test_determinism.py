@@ -63,9 +63,9 @@ def test_persistent_left_vector_is_bit_identical_whatever_the_memory_alignment()
     import torch
 
     from numerics import kernels as K
-    from numerics.stack import random_stack
+    from numerics.spec import StackSpec
 
-    A = random_stack(24, 8, 1, 2, "full", seed=3).frozen_kernel()
+    A = StackSpec(T=24, d=8, layers=1, heads=2, kernel="full", seed=3).build().frozen_kernel()
     ws = []
     for offset in range(1, 9):
         buffer = torch.empty(offset + A.numel(), dtype=A.dtype)

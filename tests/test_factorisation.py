@@ -8,7 +8,7 @@ from hypothesis import example, given
 from numerics import factorisation as nf
 from numerics.fitting import loglog_fit
 from numerics.jacobians import stack_jacobian
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form, qk_invisibility
 from strategies import HARD_CASES, stack_specs
@@ -88,7 +88,7 @@ def test_polynomial_form():
 
 
 def test_polynomial_form_dense_equals_autograd():
-    stack = random_stack(5, 4, 3, 2, "causal", seed=3)
+    stack = StackSpec(T=5, d=4, layers=3, heads=2, kernel="causal", seed=3).build()
     xbar = random_xbar(4, 1)
     J = stack_jacobian(stack, xbar.expand(5, 4).clone()).detach()
     Jp = nf.polynomial_jacobian(stack.frozen_kernel(), nf.polynomial_coefficients(stack, xbar).detach())
@@ -114,14 +114,14 @@ def test_qk_visible_off_reference():
 
 
 def test_mode_blocks_shapes_and_errors():
-    stack = random_stack(6, 4, 2, 2, "causal", seed=0)
+    stack = StackSpec(T=6, d=4, layers=2, heads=2, kernel="causal", seed=0).build()
     lam, G = nf.mode_blocks(stack, random_xbar(4, 0))
     assert lam.shape == (6,) and G.shape == (6, 4, 4)
     assert torch.allclose(lam, 1 / torch.arange(1, 7, dtype=torch.float64))
     with pytest.raises(ValueError, match="xbar"):
         nf.mode_blocks(stack, torch.zeros(5, dtype=torch.float64))
     with pytest.raises(ValueError):
-        nf.mode_blocks(random_stack(4, 4, 1, 2, "alibi", seed=0), random_xbar(4, 0))
+        nf.mode_blocks(StackSpec(T=4, d=4, layers=1, heads=2, kernel="alibi", seed=0).build(), random_xbar(4, 0))
 
 
 # ---- ledger power: the checks fail on perturbed generated code and predict their controls' size
@@ -169,7 +169,7 @@ def test_ledger_2_1_catches_perturbed_generated(monkeypatch):
 
 def test_inhomogeneous_control_predicts_size():
     """2.1's control: off-block mass at 1x̄ᵀ + δZ equals its first-order prediction within 10δ."""
-    st = random_stack(6, 8, 4, 2, "causal", seed=0)
+    st = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=0).build()
     Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
     mass, predicted = frozen_kernel.inhomogeneity_control(st, random_xbar(8, 100), Z, 1e-2)
     assert abs(mass / predicted - 1) <= 10 * 1e-2  # O(δ²) remainder, relative O(δ)

@@ -8,11 +8,11 @@ from numerics import depth_flow as nd
 from numerics import finite_differences as FD
 from numerics.jacobians import layer_jacobians
 from numerics import matrix_free as mf
-from numerics import random_stack
+from numerics.spec import StackSpec
 
 
 def _case(seed=0):
-    st = random_stack(4, 4, 3, 2, "causal", seed=seed)
+    st = StackSpec(T=4, d=4, layers=3, heads=2, kernel="causal", seed=seed).build()
     g = torch.Generator().manual_seed(seed + 1)
     X = torch.randn(4, 4, generator=g, dtype=torch.float64)
     V = torch.randn(4, 4, generator=g, dtype=torch.float64)

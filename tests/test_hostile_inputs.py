@@ -23,7 +23,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from numerics import StackSpec, random_stack
+from numerics import StackSpec
+from numerics.spec import StackSpec
 from proofs_check.cli import main
 from proofs_check.experiments.simulate import simulate
 
@@ -303,18 +304,18 @@ def test_cli_refuses_clearly_and_writes_nothing(case, tmp_path, monkeypatch, cap
 BASE = dict(T=8, d=8, layers=2, heads=2, kernel="causal")
 
 API = [
-    (lambda: random_stack(**BASE, P=4, gate=1e-50, dtype=torch.float32), "gate=1e-50"),
-    (lambda: random_stack(**BASE, P=4, gate=1e-39, dtype=torch.float32), "gate=1e-39"),
-    (lambda: random_stack(**BASE, P=4, gate=1e20, dtype=torch.float32), "gate=1e+20"),
-    (lambda: random_stack(**BASE, P=4, gate=1e308), "gate=1e+308"),
-    (lambda: random_stack(**BASE, ln_gain=-1.0), "ln_gain=-1.0"),
-    (lambda: random_stack(**BASE, seed=2**64), "seed=18446744073709551616"),
-    (lambda: random_stack(**BASE, seed=-3), "seed=-3"),
-    (lambda: random_stack(**BASE, seed="0"), "seed='0'"),
-    (lambda: random_stack(**dict(BASE, T=10**6)), "T=1000000"),
-    (lambda: random_stack(**dict(BASE, layers=10**9)), "layers=1000000000"),
-    (lambda: random_stack(**BASE, value_scale=float("inf")), "value_scale=inf"),
-    (lambda: random_stack(**BASE, decay="0.1"), "decay='0.1'"),
+    (lambda: StackSpec.of(P=4, dtype="float32", gate=1e-50, **BASE).build(), "gate=1e-50"),
+    (lambda: StackSpec.of(P=4, dtype="float32", gate=1e-39, **BASE).build(), "gate=1e-39"),
+    (lambda: StackSpec.of(P=4, dtype="float32", gate=1e20, **BASE).build(), "gate=1e+20"),
+    (lambda: StackSpec.of(P=4, gate=1e308, **BASE).build(), "gate=1e+308"),
+    (lambda: StackSpec.of(ln_gain=-1.0, **BASE).build(), "ln_gain=-1.0"),
+    (lambda: StackSpec.of(seed=2**64, **BASE).build(), "seed=18446744073709551616"),
+    (lambda: StackSpec.of(seed=-3, **BASE).build(), "seed=-3"),
+    (lambda: StackSpec.of(seed="0", **BASE).build(), "seed='0'"),
+    (lambda: StackSpec.of(**dict(BASE, T=10**6)).build(), "T=1000000"),
+    (lambda: StackSpec.of(**dict(BASE, layers=10**9)).build(), "layers=1000000000"),
+    (lambda: StackSpec.of(value_scale=float("inf"), **BASE).build(), "value_scale=inf"),
+    (lambda: StackSpec.of(decay="0.1", **BASE).build(), "decay='0.1'"),
     (lambda: StackSpec(T=8, d=8, layers=2, heads=2, knobs={"ln_gain": -2.0}).build(), "ln_gain=-2.0"),
     (lambda: StackSpec(T=8, d=8, layers=2, heads=2, seed=2**70).build(), "seed="),
     (lambda: StackSpec(T=8, d=8, layers=2, heads=2, dtype="float16"), "dtype='float16'"),
@@ -329,8 +330,8 @@ API = [
     (lambda: _run_checks(["4.1", "nope"]), "nope"),
     (lambda: _run_checks(["4.1"], profile="fast"), "profile"),
     (lambda: _run_checks([4.1]), "4.1"),
-    (lambda: random_stack(**BASE)(torch.full((8, 8), float("nan"), dtype=torch.float64)), "input X"),
-    (lambda: random_stack(**BASE)(_with_inf()), "index (3, 5)"),
+    (lambda: StackSpec.of(**BASE).build()(torch.full((8, 8), float("nan"), dtype=torch.float64)), "input X"),
+    (lambda: StackSpec.of(**BASE).build()(_with_inf()), "index (3, 5)"),
     (lambda: _check_context(profile="bogus"), "profile='bogus'"),
     (lambda: _check_context(seed=-1), "seed=-1"),
     (lambda: _evaluate("2.1", StackSpec(T=7, P=4, d=8, layers=1, heads=2)), "T=7"),
@@ -372,7 +373,7 @@ def _evaluate(claim, spec):
 def _jacobian_apply(V=None, arch="preln"):
     from numerics.matrix_free import jacobian_apply
 
-    stack = random_stack(**BASE, arch=arch)
+    stack = StackSpec.of(arch=arch, **BASE).build()
     return jacobian_apply(stack, torch.ones(8, dtype=torch.float64),
                           torch.ones(8, 8, dtype=torch.float64) if V is None else V)
 
@@ -449,22 +450,22 @@ def test_claims_several_ids_and_duplicates_dropped():
 
 def test_float32_gate_is_held_exactly_enough():
     """A gate the dtype can hold survives the cast: 1e-30 in float32 stays 1e-30 to float32 rounding."""
-    stack = random_stack(**BASE, P=4, gate=1e-30, dtype=torch.float32)
+    stack = StackSpec.of(P=4, dtype="float32", gate=1e-30, **BASE).build()
     # float32 rounding: relative error ≤ 2^-24.
     assert abs(float(stack.layers[0].gate.detach()) - 1e-30) <= 1e-30 * 2**-24
 
 
 def test_negative_gate_is_a_signed_amplitude():
     """g < 0 is allowed (Claim 5.1 bounds |g|): the slow path enters with the opposite sign."""
-    plus = random_stack(**BASE, P=4, gate=0.5, seed=1)
-    minus = random_stack(**BASE, P=4, gate=-0.5, seed=1)
+    plus = StackSpec.of(P=4, seed=1, gate=0.5, **BASE).build()
+    minus = StackSpec.of(P=4, seed=1, gate=-0.5, **BASE).build()
     assert float(minus.layers[0].gate.detach()) == -0.5 and float(plus.layers[0].gate.detach()) == 0.5
 
 
 def test_inputs_check_can_be_switched_off_for_inner_loops():
     from numerics.stack import unchecked_inputs
 
-    stack = random_stack(**BASE)
+    stack = StackSpec.of(**BASE).build()
     x = _with_inf()
     with unchecked_inputs(stack), torch.no_grad():
         y = stack(x)
@@ -479,7 +480,7 @@ def test_inputs_check_can_be_switched_off_for_inner_loops():
 def test_causal_change_at_token_t_leaves_earlier_tokens_bit_identical(t, delta, j, seed):
     """Causal kernel: any finite change of token t leaves the outputs of tokens 0..t-1 bit-identical
     (they never read token t: its scores are masked by -inf and exp(-inf) = 0 exactly)."""
-    stack = random_stack(16, 8, 3, 2, "causal", P=4, gate=0.0, seed=seed)
+    stack = StackSpec(T=16, d=8, layers=3, heads=2, kernel="causal", P=4, seed=seed, knobs={"gate": 0.0}).build()
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(16, 8, generator=g, dtype=torch.float64)
     x2 = x.clone()
@@ -491,7 +492,7 @@ def test_causal_change_at_token_t_leaves_earlier_tokens_bit_identical(t, delta, 
 
 def test_causal_control_full_kernel_leaks():
     """Control: with the full kernel a change at the last token moves token 0."""
-    stack = random_stack(16, 8, 3, 2, "full", seed=0)
+    stack = StackSpec(T=16, d=8, layers=3, heads=2, kernel="full", seed=0).build()
     x = torch.randn(16, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     x2 = x.clone()
     x2[15, 0] += 1.0

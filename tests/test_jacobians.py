@@ -4,7 +4,7 @@ map whose matrix is known, forward-mode autograd (torch.func.jacfwd), and torch.
 import pytest
 import torch
 
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics import matrix_free as mf
 from numerics.architectures import build
 from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, state_jacobian
@@ -30,7 +30,7 @@ def test_whole_stack_agrees_with_forward_mode():
     ``matrix_free.rounding_tolerance`` relative to ‖J‖; the transpose (a wrong row/column convention) is
     O(1) away."""
     T, d, L = 5, 4, 3
-    stack = random_stack(T, d, L, 2, "causal", seed=3)
+    stack = StackSpec(T=T, d=d, layers=L, heads=2, kernel="causal", seed=3).build()
     X = reference_input(stack, 7, homogeneous=False)
     J = stack_jacobian(stack, X).detach()
     fwd = torch.func.jacfwd(stack)(X).reshape(T * d, T * d).detach()
@@ -41,7 +41,7 @@ def test_whole_stack_agrees_with_forward_mode():
 
 def test_row_by_row_is_autograd_functional_bit_for_bit():
     """``chunk_size=1`` takes one VJP per row, the products ``torch.autograd.functional.jacobian`` takes."""
-    stack = random_stack(4, 3, 2, 1, "full", seed=1)
+    stack = StackSpec(T=4, d=3, layers=2, heads=1, kernel="full", seed=1).build()
     X = reference_input(stack, 2, homogeneous=False)
     expected = torch.autograd.functional.jacobian(stack, X).reshape(12, 12)
     assert torch.equal(stack_jacobian(stack, X, chunk_size=1).detach(), expected.detach())
@@ -63,7 +63,7 @@ def test_state_jacobian_of_a_variant_and_layer_product():
     gamma = mf.rounding_tolerance(4, s0.shape[-1], s.n_steps, F64)
     assert float((state_jacobian(s, X).detach() - fwd).norm() / fwd.norm()) <= gamma
 
-    stack = random_stack(4, 3, 3, 1, "causal", seed=2)
+    stack = StackSpec(T=4, d=3, layers=3, heads=1, kernel="causal", seed=2).build()
     X = reference_input(stack, 5, homogeneous=False)
     Js = layer_jacobians(stack, X)
     prod = Js[2] @ Js[1] @ Js[0]
@@ -77,7 +77,7 @@ def test_result_is_detached_unless_a_graph_is_asked_for():
     """Like ``torch.autograd.functional.jacobian``: no graph to the weights by default (a float() of it raises no
     warning and frees the graph); ``create_graph=True`` keeps one, and its weight gradient is the one of the
     same entry taken row by row."""
-    stack = random_stack(3, 2, 1, 1, "causal", seed=4)
+    stack = StackSpec(T=3, d=2, layers=1, heads=1, kernel="causal", seed=4).build()
     X = reference_input(stack, 1, homogeneous=False)
     assert not stack_jacobian(stack, X).requires_grad
     J = stack_jacobian(stack, X, create_graph=True)

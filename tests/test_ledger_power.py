@@ -72,10 +72,10 @@ def _transpose_dropped(monkeypatch):
 def test_adjoint_errors_measure_a_wrong_transpose(monkeypatch):
     """On one small causal stack: within γ unmutated; A for Aᵀ in Jᵀ is an O(1) error both ways."""
     from numerics import matrix_free as mf
-    from numerics import random_stack
+    from numerics.spec import StackSpec
     from numerics.stack import random_xbar
 
-    st, xbar = random_stack(8, 4, 3, 2, "causal", seed=0), random_xbar(4, 0)
+    st, xbar = StackSpec(T=8, d=4, layers=3, heads=2, kernel="causal", seed=0).build(), random_xbar(4, 0)
     U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
     X = mf.reference_state(st, xbar)
     gamma = mf.rounding_tolerance(8, 4, 3, torch.float64)
@@ -99,10 +99,9 @@ def test_adjoint_identity_needs_independent_probes(monkeypatch):
     rounding level); the probe cosine (exactly 1) is above the dependence bound and the identity is refused
     (inf).  Independent seeds: cosine ≈ 1/√(T·d) ≈ 0.18, below the bound, and the identity measures the error."""
     from numerics import matrix_free as mf
-    from numerics import random_stack
     from numerics.stack import random_xbar
 
-    st, xbar = random_stack(8, 4, 3, 2, "causal", seed=0), random_xbar(4, 0)
+    st, xbar = StackSpec(T=8, d=4, layers=3, heads=2, kernel="causal", seed=0).build(), random_xbar(4, 0)
     U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
     X = mf.reference_state(st, xbar)
     good = mf.adjoint_errors(mf.JacobianAction(st, xbar), st, X, U_, V_)

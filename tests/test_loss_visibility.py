@@ -7,14 +7,14 @@ import torch
 
 from numerics import loss_visibility as LV
 from numerics import matrix_free as mf
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 
 T, D, L, P = 8, 4, 3, 4
 
 
 def _case(kernel):
-    st = random_stack(T, D, L, 2, kernel, P=P, seed=1, value_scale=1.0)
+    st = StackSpec(T=T, d=D, layers=L, heads=2, kernel=kernel, P=P, seed=1, knobs={"value_scale": 1.0}).build()
     xbar = random_xbar(D, 1)
     logits = LV.readout(D, 16, seed=3)
     y = torch.randint(0, 16, (T,), generator=torch.Generator().manual_seed(4))

@@ -7,14 +7,13 @@ import torch
 from hypothesis import example, given, strategies as st
 
 from numerics import matrix_free as mf
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.jacobians import stack_jacobian
 from numerics.stack import random_xbar
 
 
 def build(T, d, layers, heads, kernel, seed, decay, value_scale=0.0, dtype=torch.float64):
-    return random_stack(T, d, layers, heads, kernel, seed=seed, decay=decay, value_scale=value_scale,
-                        block_size=2 if kernel == "block" else None, dtype=dtype)
+    return StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel=kernel, seed=seed, dtype=dtype, decay=decay, value_scale=value_scale, block_size=2 if kernel == "block" else None).build()
 
 
 @st.composite

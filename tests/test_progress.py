@@ -80,10 +80,10 @@ def test_silenced_turns_off_track_and_steps():
 
 def test_gate_certificate_counts_every_unit_it_reports():
     """numerics calls the callback once per unit, done = 1 … total, the total fixed up front."""
-    from numerics import random_stack
+    from numerics.spec import StackSpec
     from numerics.stability import gate_certificate
 
-    stack = random_stack(8, 4, 2, 2, "causal", P=4, seed=0)
+    stack = StackSpec(T=8, d=4, layers=2, heads=2, kernel="causal", P=4, seed=0).build()
     calls = []
     gate_certificate(stack, progress=lambda done, total, label: calls.append((done, total, label)))
     L = 2

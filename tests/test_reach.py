@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from numerics import matrix_free as mf
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics import reach as R
 from proofs_check.experiments import depth_smoothness as DS
 from proofs_check.runners import reach as PR
@@ -20,7 +20,7 @@ T, D, L, H = 4, 4, 2, 2
 
 @pytest.fixture(scope="module")
 def setup():
-    st = random_stack(T, D, L, H, "causal", seed=3, value_scale=1.0)
+    st = StackSpec(T=T, d=D, layers=L, heads=H, kernel="causal", seed=3, knobs={"value_scale": 1.0}).build()
     g = torch.Generator().manual_seed(11)
     xbar = torch.randn(D, generator=g, dtype=torch.float64)
     direction = torch.randn(T, D, generator=g, dtype=torch.float64)
@@ -202,7 +202,7 @@ def test_scale_route_refuses_a_spread_off_by_a_factor(monkeypatch):
 
 
 def test_per_token_gate_visibility_off_the_reference():
-    st = random_stack(8, 4, 2, 2, "causal", seed=3)
+    st = StackSpec(T=8, d=4, layers=2, heads=2, kernel="causal", seed=3).build()
     g = torch.Generator().manual_seed(12)
     xbar = torch.randn(4, generator=g, dtype=torch.float64)
     X = torch.stack([R.at_spread(xbar, torch.randn(8, 4, generator=g, dtype=torch.float64), 0.5)])

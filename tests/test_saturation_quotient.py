@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from numerics import random_stack
+from numerics.spec import StackSpec
 from numerics.coarse_graining import kernel_modes, mode_blocks
 from numerics.saturation_quotient import complement_basis, quotient_saturation
 from numerics.stack import random_xbar
@@ -15,7 +15,7 @@ EPS = float(torch.finfo(torch.float64).eps)
 
 @pytest.mark.parametrize("kernel,c,decay", [("causal", 20.0, 0.0), ("full", 5.0, 0.5)])
 def test_quotient_is_well_defined_and_its_bound_holds(kernel, c, decay):
-    st = random_stack(6, 8, 6, 2, kernel, seed=1, value_scale=c, decay=decay)
+    st = StackSpec(T=6, d=8, layers=6, heads=2, kernel=kernel, seed=1, knobs={"value_scale": c, "decay": decay}).build()
     q = quotient_saturation(st, random_xbar(8, 1))
     # span(1) invariant with the common factor (1 − hα): a d-term sum per entry, ≤ 64 eps of the O(1) blocks
     assert q.invariance_error <= 64 * EPS
@@ -28,7 +28,7 @@ def test_quotient_is_well_defined_and_its_bound_holds(kernel, c, decay):
 
 
 def test_control_a_generic_direction_is_not_shared_by_the_modes():
-    st = random_stack(6, 8, 6, 2, "causal", seed=1, value_scale=20.0)
+    st = StackSpec(T=6, d=8, layers=6, heads=2, kernel="causal", seed=1, knobs={"value_scale": 20.0}).build()
     xbar = random_xbar(8, 1)
     q = quotient_saturation(st, xbar)
     modes, _ = kernel_modes(st.frozen_kernel())

@@ -14,7 +14,6 @@ import torch
 from hypothesis import given, strategies as st
 from mpmath import mp
 
-from numerics import random_stack
 from numerics import slow_mode_maps as smm
 from numerics import stability as ns
 from theory import stability as th
@@ -212,7 +211,7 @@ def test_misaligned_bound_is_conservative():
 
 @pytest.mark.parametrize("kernel", ["full", "causal"])
 def test_contractive_stack_is_certified_and_never_expands(kernel):
-    stack = random_stack(8, 8, 6, 2, kernel, P=4, seed=1, **CONTRACTIVE)
+    stack = StackSpec.of(T=8, d=8, layers=6, heads=2, kernel=kernel, P=4, seed=1, **CONTRACTIVE).build()
     cert = ns.gate_certificate(stack)
     assert cert.status == "certified", str(cert)
     G, K = ns.slow_mode_maps(stack)
@@ -224,7 +223,7 @@ def test_contractive_stack_is_certified_and_never_expands(kernel):
 
 def test_plain_stack_has_no_certified_gate():
     """Control: a plain pre-LN stack (no decay) expands on the slow modes."""
-    stack = random_stack(8, 8, 6, 2, "causal", P=4, seed=1)
+    stack = StackSpec(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed=1).build()
     cert = ns.gate_certificate(stack)
     assert cert.status == "no certified gate" and cert.enclosure.mu < 0
     assert max(cert.a) > 1
@@ -235,7 +234,7 @@ def test_slow_mode_maps_match_whole_layer_autograd():
     whole layer (autograd), to rounding (entries O(1), n·d = 16: 1e-12 is 1e3·eps·‖J‖)."""
     pytest.importorskip("numerics.generated.factorisation")
     for kernel in ("full", "causal", "block"):
-        stack = random_stack(8, 8, 3, 2, kernel, P=4, seed=4, **CONTRACTIVE)
+        stack = StackSpec.of(T=8, d=8, layers=3, heads=2, kernel=kernel, P=4, seed=4, **CONTRACTIVE).build()
         Gf, Kf = ns.slow_mode_maps(stack, method="factorisation")
         Ga, Ka = ns.slow_mode_maps(stack, method="autograd")
         assert (Gf - Ga).abs().max() <= 1e-12 and (Kf - Ka).abs().max() <= 1e-12
@@ -243,7 +242,7 @@ def test_slow_mode_maps_match_whole_layer_autograd():
 
 def test_stack_without_slow_path_is_an_error():
     with pytest.raises(ValueError, match="P=None"):
-        ns.gate_certificate(random_stack(8, 8, 2, 2, "causal"))
+        ns.gate_certificate(StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal").build())
 
 
 # -- CLI (item 5) ----------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import pytest
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics import random_stack
 from numerics.kernels import alibi_slopes
 from numerics.spec import StackSpec
 from strategies import HARD_CASES, stack_specs
@@ -92,7 +91,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['kernel']}-P{c.get('P')}")
 def test_stack_matches_plain_reimplementation(case):
-    stack = random_stack(**case, seed=3)
+    stack = StackSpec.of(seed=3, **case).build()
     X = torch.randn(case["T"], case["d"], dtype=F64, generator=torch.Generator().manual_seed(4))
     expected = X
     with torch.no_grad():
@@ -105,7 +104,7 @@ def test_stack_matches_plain_reimplementation(case):
 
 def test_unshifted_reimplementation_is_caught():
     """Control: the same loops without the one-block shift disagree with the stack by O(h·g)."""
-    stack = random_stack(8, 8, 2, 2, "causal", P=4, gate=1.0, seed=3)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal", P=4, seed=3, knobs={"gate": 1.0}).build()
     X = torch.randn(8, 8, dtype=F64, generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         expected = X
@@ -116,7 +115,7 @@ def test_unshifted_reimplementation_is_caught():
 
 @given(batch=st.lists(st.integers(1, 3), min_size=0, max_size=2), seed=st.integers(0, 2**16))
 def test_batching_matches_one_by_one(batch, seed):
-    stack = random_stack(8, 8, 2, 2, "causal", P=4, gate=0.3, seed=seed)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal", P=4, seed=seed, knobs={"gate": 0.3}).build()
     X = torch.randn(*batch, 8, 8, dtype=F64, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         batched = stack(X)
@@ -127,8 +126,8 @@ def test_batching_matches_one_by_one(batch, seed):
 
 
 def test_dtype_and_device_round_trip():
-    s64 = random_stack(6, 8, 2, 2, "causal", seed=1)
-    s32 = random_stack(6, 8, 2, 2, "causal", seed=1, dtype=torch.float32)
+    s64 = StackSpec(T=6, d=8, layers=2, heads=2, kernel="causal", seed=1).build()
+    s32 = StackSpec(T=6, d=8, layers=2, heads=2, kernel="causal", seed=1, dtype="float32").build()
     assert all(p.dtype == torch.float32 for p in s32.parameters())
     X = torch.randn(6, 8, dtype=F64)
     with torch.no_grad():
@@ -161,7 +160,7 @@ def test_homogeneous_input_stays_homogeneous(spec):
 
 def test_perturbed_input_is_not_homogeneous():
     """Control: a token-dependent perturbation of size δ survives to the output at O(δ)."""
-    stack = random_stack(8, 8, 3, 2, "causal", seed=2)
+    stack = StackSpec(T=8, d=8, layers=3, heads=2, kernel="causal", seed=2).build()
     xbar = torch.randn(8, dtype=F64)
     X = xbar.expand(8, 8).clone()
     X[3] += 1e-3 * torch.randn(8, dtype=F64)
@@ -172,17 +171,17 @@ def test_perturbed_input_is_not_homogeneous():
 
 
 def test_gate_breaks_the_reference_clearly():
-    stack = random_stack(8, 8, 2, 2, "causal", P=4, gate=0.5)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal", P=4, knobs={"gate": 0.5}).build()
     with pytest.raises(ValueError, match="gate"):
         stack.reference_trajectory(torch.zeros(8, dtype=F64))
 
 
 def test_frozen_kernel_causal_and_alibi():
-    stack = random_stack(5, 4, 1, 2, "causal")
+    stack = StackSpec(T=5, d=4, layers=1, heads=2, kernel="causal").build()
     A = stack.frozen_kernel()
     expected = torch.tril(torch.ones(5, 5, dtype=F64)) / torch.arange(1, 6, dtype=F64)[:, None]
     assert torch.allclose(A, expected, atol=1e-15)
-    alibi = random_stack(5, 4, 1, 2, "alibi")
+    alibi = StackSpec(T=5, d=4, layers=1, heads=2, kernel="alibi").build()
     with pytest.raises(ValueError, match="frozen_kernels"):
         alibi.frozen_kernel()
     assert alibi.frozen_kernels().shape == (2, 5, 5)
@@ -190,8 +189,8 @@ def test_frozen_kernel_causal_and_alibi():
 
 def test_smooth_path_is_the_same_path_at_every_depth():
     """θ(t) depends on the seed only, so stacks of different L sample one path (Claim 1.1)."""
-    a = random_stack(6, 8, 4, 2, "causal", weight_path="smooth", seed=5)
-    b = random_stack(6, 8, 8, 2, "causal", weight_path="smooth", seed=5)
+    a = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=5, knobs={"weight_path": "smooth"}).build()
+    b = StackSpec(T=6, d=8, layers=8, heads=2, kernel="causal", seed=5, knobs={"weight_path": "smooth"}).build()
     for ell in range(4):
         assert torch.equal(a.layers[ell].attn.W_Q, b.layers[2 * ell].attn.W_Q)
     assert not torch.equal(a.layers[0].attn.W_Q, a.layers[1].attn.W_Q)
@@ -218,11 +217,11 @@ def test_bad_input_names_the_parameter(override, message):
         pytest.skip("CUDA is available here")
     args = dict(T=8, d=8, layers=2, heads=2, kernel="causal") | override
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        random_stack(**args)
+        StackSpec.of(**args).build()
 
 
 def test_nan_weights_are_reported_by_name():
-    stack = random_stack(6, 8, 2, 2, "causal")
+    stack = StackSpec(T=6, d=8, layers=2, heads=2, kernel="causal").build()
     with torch.no_grad():
         stack.layers[1].mlp.W2[0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"layers\.1\.mlp\.W2"):
@@ -230,7 +229,7 @@ def test_nan_weights_are_reported_by_name():
 
 
 def test_wrong_input_shape_is_reported():
-    stack = random_stack(6, 8, 2, 2, "causal")
+    stack = StackSpec(T=6, d=8, layers=2, heads=2, kernel="causal").build()
     with pytest.raises(ValueError, match=r"T=6, d=8"):
         stack(torch.zeros(5, 8, dtype=F64))
 
@@ -238,7 +237,7 @@ def test_wrong_input_shape_is_reported():
 def test_reference_trajectory_with_decay_and_one_head():
     """x̄' = (1 − hα)x̄ + h LN₁(x̄)W_VO + …: the token-wise reference equals the stack on 1x̄ᵀ with α > 0
     (a sign error in the decay moves it by 2hα|x̄| ≈ 0.3); one head gives its frozen kernel."""
-    stack = random_stack(4, 4, 3, 1, "causal", decay=0.9, seed=2)
+    stack = StackSpec(T=4, d=4, layers=3, heads=1, kernel="causal", seed=2, knobs={"decay": 0.9}).build()
     xbar = torch.linspace(-1, 1, 4, dtype=F64)
     traj = stack.trajectory(xbar.expand(4, 4).clone())
     ref = stack.reference_trajectory(xbar)

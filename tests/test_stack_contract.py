@@ -74,17 +74,17 @@ BAD = [
 @pytest.mark.parametrize("override,message", BAD, ids=[f"{i}-{'-'.join(o)}" for i, (o, _) in enumerate(BAD)])
 def test_bad_knob_raises_the_whole_message(override, message):
     with raises_exactly(message):
-        random_stack(**base(**override))
+        StackSpec.of(**base(**override)).build()
 
 
 def test_boundary_values_are_accepted():
     """The boundaries of the checks above are valid: weight_scale > 0 tiny, value_scale = decay = 0,
     one layer, one head, T = P, a block kernel defined by block_size alone or by P alone."""
-    random_stack(**base(weight_scale=1e-300, value_scale=0.0, decay=0.0))
-    random_stack(**base(layers=1, heads=1, mlp_ratio=1))
-    random_stack(**base(P=8, gate=0.1))
+    StackSpec.of(**base(weight_scale=1e-300, value_scale=0.0, decay=0.0)).build()
+    StackSpec.of(**base(layers=1, heads=1, mlp_ratio=1)).build()
+    StackSpec.of(**base(P=8, gate=0.1)).build()
     for extra in (dict(block_size=2), dict(P=2)):
-        stack = random_stack(**base(kernel="block", **extra))
+        stack = StackSpec.of(**base(kernel="block", **extra)).build()
         # blocks of 2: token 0 sees tokens 0 and 1 (full within its block), nothing later.
         A = stack.frozen_kernel()
         assert torch.equal(A[0], torch.tensor([0.5, 0.5, 0, 0, 0, 0, 0, 0], dtype=F64))
@@ -104,11 +104,11 @@ NON_DEFAULT = dict(T=8, d=8, layers=3, heads=4, kernel="block", P=4, gate=0.5, s
 def test_defaults_are_the_config_defaults():
     """random_stack's keyword defaults are StackConfig's (seed 0, mlp_ratio 4, no value
     scale, unit weight scale, no decay, unit LN gain, float64 on the CPU)."""
-    stack = random_stack(4, 8, 2, 2, "causal")
+    stack = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal").build()
     assert stack.config == StackConfig(T=4, d=8, layers=2, heads=2, kernel="causal")
     assert stack.layers[0].mlp.W1.shape == (8, 4 * 8)
     assert all(p.dtype == F64 and p.device.type == "cpu" for p in stack.parameters())
-    same = random_stack(4, 8, 2, 2, "causal", seed=0)
+    same = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", seed=0).build()
     assert all(torch.equal(p, q) for p, q in zip(stack.parameters(), same.parameters()))
 
 
@@ -118,26 +118,26 @@ BLOCK_DEFAULTS = dict(step=None, activation="gelu", ln_eps=1e-5, attn_bias=False
 
 
 def test_preln_route_puts_every_knob_in_the_config():
-    stack = random_stack(**NON_DEFAULT)
+    stack = StackSpec.of(**NON_DEFAULT).build()
     assert stack.config == StackConfig(**NON_DEFAULT)
     assert stack.config.as_dict() == NON_DEFAULT | {"arch": "preln"} | BLOCK_DEFAULTS
 
 
 def test_preln_route_puts_the_gpt2_block_fields_in_the_config():
     """step, activation, ln_eps and attn_bias reach the config and the modules; h is the step."""
-    stack = random_stack(**NON_DEFAULT, **GPT2_BLOCK)
+    stack = StackSpec.of(**NON_DEFAULT, **GPT2_BLOCK).build()
     assert stack.config == StackConfig(**NON_DEFAULT, **GPT2_BLOCK)
     layer = stack.layers[0]
     assert stack.h == layer.h == 1.0 and layer.ln1.eps == layer.ln2.eps == 1e-6
     assert layer.attn.b_Q.shape == (4, 1, 2) and layer.attn.b_O.shape == (8,)
     assert layer.attn.b_Q.abs().min() > 0 and layer.attn.b_O.abs().min() > 0  # drawn like the other biases
-    assert random_stack(**NON_DEFAULT).layers[0].attn.b_Q is None
+    assert StackSpec.of(**NON_DEFAULT).build().layers[0].attn.b_Q is None
 
 
 def test_gpt2_block_fields_at_their_defaults_leave_the_draws_unchanged():
     """Passing the defaults explicitly draws the very same stack (no new parameter, same stream)."""
-    a = random_stack(**NON_DEFAULT)
-    b = random_stack(**NON_DEFAULT, **BLOCK_DEFAULTS)
+    a = StackSpec.of(**NON_DEFAULT).build()
+    b = StackSpec.of(**NON_DEFAULT, **BLOCK_DEFAULTS).build()
     assert [n for n, _ in a.named_parameters()] == [n for n, _ in b.named_parameters()]
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
@@ -150,7 +150,7 @@ def test_every_accepted_activation_is_one_the_stack_has():
 
 def test_variants_refuse_the_gpt2_block_fields():
     with pytest.raises(ValueError, match="step=1.0: arch='postln' takes the default step only"):
-        random_stack(4, 8, 2, 2, "causal", arch="postln", step=1.0)
+        StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", arch="postln", knobs={"step": 1.0}).build()
 
 
 def test_other_arch_routes_every_knob_to_build(monkeypatch):
@@ -166,7 +166,7 @@ def test_other_arch_routes_every_knob_to_build(monkeypatch):
 
     monkeypatch.setitem(S.VARIANTS, "looped", spy)
     options = {"loops": 5}
-    out = random_stack(**NON_DEFAULT, arch="looped", arch_options=options, dtype=torch.float32, device="cpu")
+    out = StackSpec.of(arch="looped", arch_options=options, dtype="float32", device="cpu", **NON_DEFAULT).build()
     assert out == "built"
     assert seen["args"] == ("looped",)
     assert seen["kwargs"] == NON_DEFAULT | dict(arch_options=options, dtype=torch.float32, device="cpu")
@@ -175,7 +175,7 @@ def test_other_arch_routes_every_knob_to_build(monkeypatch):
 @pytest.mark.parametrize("arch,options", [("postln", None), ("looped", {"loops": 5}), ("hrm", {"k": 3})])
 def test_other_arch_keeps_every_knob(arch, options):
     """End to end: the variant's config holds every non-default knob, its options, its dtype."""
-    stack = random_stack(**NON_DEFAULT, arch=arch, arch_options=options, dtype=torch.float32)
+    stack = StackSpec.of(arch=arch, arch_options=options, dtype="float32", **NON_DEFAULT).build()
     assert stack.config == StackConfig(**NON_DEFAULT, arch=arch)
     for name, value in (options or {}).items():
         assert stack.options[name] == value
@@ -196,8 +196,8 @@ D, HEADS, DK, RATIO, SCALE = 64, 4, 16, 4, 0.5
 
 def _stack(**kw):
     # P=2 adds the slow path's attention, drawn like the fast one; heads=4 so that d_k·heads = d ≠ d_k/heads.
-    return random_stack(**(dict(T=4, d=D, layers=2, heads=HEADS, kernel="causal", P=2, seed=11,
-                                weight_scale=SCALE, mlp_ratio=RATIO) | kw))
+    return StackSpec.of(**dict(T=4, d=D, layers=2, heads=HEADS, kernel="causal", P=2, seed=11,
+                                weight_scale=SCALE, mlp_ratio=RATIO) | kw).build()
 
 
 def _family(stack, leaf):
@@ -270,7 +270,7 @@ def test_value_scale_without_noise_is_exactly_c_identity():
     """With noise far below float64 resolution (weight_scale 1e-20), W_VO = Σ_h W_V W_O = c·I up to
     the rounding of √c·√c (≤ 2 ulp of c = 4.4e-16); √c computed in float32 would be off by ~1e-7."""
     c = 2.0
-    stack = random_stack(4, 8, 2, 2, "causal", value_scale=c, weight_scale=1e-20)
+    stack = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", knobs={"value_scale": c, "weight_scale": 1e-20}).build()
     for layer in stack.layers:
         W = layer.attn.value_output()
         assert torch.allclose(W, c * torch.eye(8, dtype=F64), rtol=0, atol=1e-15)
@@ -298,8 +298,8 @@ def test_parameters_are_drawn_in_float64():
 
 
 def test_float32_stack_is_the_float64_draw_rounded():
-    s64 = random_stack(4, 8, 2, 2, "causal", P=2, value_scale=1.5, seed=3)
-    s32 = random_stack(4, 8, 2, 2, "causal", P=2, value_scale=1.5, seed=3, dtype=torch.float32)
+    s64 = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", P=2, seed=3, knobs={"value_scale": 1.5}).build()
+    s32 = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", P=2, seed=3, dtype="float32", knobs={"value_scale": 1.5}).build()
     for (n64, p64), (n32, p32) in zip(s64.named_parameters(), s32.named_parameters()):
         assert n64 == n32 and p32.dtype == torch.float32
         assert torch.equal(p32, p64.float()), n64
@@ -340,7 +340,7 @@ def test_draw_is_pinned_to_the_seed():
     """A seed means the same stack everywhere (cached results depend on it): the i.i.d. draw is
     layer by layer, parameter by parameter in registration order, from Generator().manual_seed(seed)."""
     kw = dict(value_scale=0.7, weight_scale=1.3, ln_gain=0.9)
-    stack = random_stack(4, 8, 2, 2, "causal", P=2, seed=5, **kw)
+    stack = StackSpec.of(T=4, d=8, layers=2, heads=2, kernel="causal", P=2, seed=5, **kw).build()
     gen = torch.Generator().manual_seed(5)
     for layer in stack.layers:
         named = list(layer.named_parameters())
@@ -351,7 +351,7 @@ def test_draw_is_pinned_to_the_seed():
 
 
 def test_a_parameter_without_a_distribution_is_an_error():
-    stack = random_stack(4, 8, 1, 2, "causal")
+    stack = StackSpec(T=4, d=8, layers=1, heads=2, kernel="causal").build()
     layer = stack.layers[0]
     layer.extra = nn.Parameter(torch.zeros(3, dtype=F64))
     with pytest.raises(AssertionError, match="^no distribution for parameter extra$"):
@@ -387,7 +387,7 @@ def test_smooth_path_modes_decay_like_one_over_one_plus_k_squared():
 
 
 def test_smooth_path_layers_sample_theta_at_l_times_h():
-    stack = random_stack(4, 8, 3, 2, "causal", P=2, weight_path="smooth", seed=2)
+    stack = StackSpec(T=4, d=8, layers=3, heads=2, kernel="causal", P=2, seed=2, knobs={"weight_path": "smooth"}).build()
     for ell, layer in enumerate(stack.layers):
         theta = stack.weights_at(ell / 3)
         for name, p in layer.named_parameters():
@@ -396,7 +396,7 @@ def test_smooth_path_layers_sample_theta_at_l_times_h():
 
 
 def test_one_layer_smooth_stack_is_theta_at_zero():
-    stack = random_stack(4, 8, 1, 2, "causal", weight_path="smooth", seed=2)
+    stack = StackSpec(T=4, d=8, layers=1, heads=2, kernel="causal", seed=2, knobs={"weight_path": "smooth"}).build()
     theta = stack.weights_at(0.0)
     assert set(theta) == {n for n, _ in stack.layers[0].named_parameters()}
     for name, p in stack.layers[0].named_parameters():
@@ -404,7 +404,7 @@ def test_one_layer_smooth_stack_is_theta_at_zero():
 
 
 def test_weights_at_keeps_the_stack_dtype():
-    s32 = random_stack(4, 8, 2, 2, "causal", weight_path="smooth", seed=2, dtype=torch.float32)
+    s32 = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", seed=2, dtype="float32", knobs={"weight_path": "smooth"}).build()
     theta = s32.weights_at(0.25)
     assert {v.dtype for v in theta.values()} == {torch.float32}
     assert {v.device for v in theta.values()} == {next(s32.parameters()).device}
@@ -413,10 +413,10 @@ def test_weights_at_keeps_the_stack_dtype():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_stack_and_path_live_on_the_device():
-    stack = random_stack(4, 8, 2, 2, "causal", weight_path="smooth", seed=2, device="cuda")
+    stack = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", seed=2, device="cuda", knobs={"weight_path": "smooth"}).build()
     assert {p.device.type for p in stack.parameters()} == {"cuda"}
     assert {v.device.type for v in stack.weights_at(0.5).values()} == {"cuda"}
-    cpu = random_stack(4, 8, 2, 2, "causal", weight_path="smooth", seed=2)
+    cpu = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", seed=2, knobs={"weight_path": "smooth"}).build()
     # θ(ℓh) is a 4-term float64 sum of O(1) values, summed on the GPU in its own order: a few ulp.
     for p, q in zip(stack.parameters(), cpu.parameters()):
         assert torch.allclose(p.cpu(), q, rtol=0, atol=1e-14)
@@ -424,7 +424,7 @@ def test_cuda_stack_and_path_live_on_the_device():
 
 def test_weights_at_needs_the_smooth_path():
     with raises_exactly("weights_at needs weight_path='smooth'"):
-        random_stack(4, 8, 2, 2, "causal").weights_at(0.5)
+        StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal").build().weights_at(0.5)
 
 
 # ----------------------------------------------------------------------------- devices
@@ -458,7 +458,7 @@ def test_random_xbar_is_seeded_float64():
 def test_vector_field_is_the_small_step_limit_of_the_layer():
     """Layer = X + hF(θ, X) + O(h²): (layer(X) − X)/h − F = h·∂MLP·(…) is O(h), so it shrinks
     tenfold when h does (float64 rounding of the difference quotient is ~1e-16/h ≤ 1e-11 here)."""
-    stack = random_stack(8, 8, 2, 2, "causal", P=4, gate=0.7, decay=0.8, value_scale=1.0, seed=4)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal", P=4, seed=4, knobs={"gate": 0.7, "decay": 0.8, "value_scale": 1.0}).build()
     layer = stack.layers[1]
     X = torch.randn(2, 8, 8, dtype=F64, generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
@@ -473,7 +473,7 @@ def test_vector_field_is_the_small_step_limit_of_the_layer():
 
 def test_reference_trajectory_shape_is_batch_first():
     """x̄ of shape (..., d) gives (..., layers+1, d); each batch entry is its own trajectory."""
-    stack = random_stack(4, 8, 3, 2, "causal", seed=1)
+    stack = StackSpec(T=4, d=8, layers=3, heads=2, kernel="causal", seed=1).build()
     xbar = torch.randn(2, 8, dtype=F64, generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         ref = stack.reference_trajectory(xbar)
@@ -484,20 +484,20 @@ def test_reference_trajectory_shape_is_batch_first():
 
 
 def test_reference_trajectory_needs_gate_zero():
-    stack = random_stack(8, 8, 2, 2, "causal", P=4, gate=0.5)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel="causal", P=4, knobs={"gate": 0.5}).build()
     with raises_exactly("reference_trajectory needs gate=0: a nonzero gate makes the "
                         "slow path's one-block shift break token homogeneity"):
         stack.reference_trajectory(torch.zeros(8, dtype=F64))
 
 
 def test_frozen_kernel_message_and_exact_agreement():
-    alibi = random_stack(5, 4, 1, 2, "alibi")
+    alibi = StackSpec(T=5, d=4, layers=1, heads=2, kernel="alibi").build()
     with raises_exactly("kernel='alibi' gives each head its own frozen kernel; "
                         "use frozen_kernels() for the (heads, T, T) stack"):
         alibi.frozen_kernel()
     # "heads disagree" is exact: a 1e-9 change of one head's bias (kernel change ~2e-10, below
     # allclose's default rtol and atol) already makes the common kernel undefined.
-    stack = random_stack(5, 4, 1, 2, "causal")
+    stack = StackSpec(T=5, d=4, layers=1, heads=2, kernel="causal").build()
     with torch.no_grad():
         stack.layers[0].attn.bias[1, 4, 0] += 1e-9
     with pytest.raises(ValueError, match="gives each head its own frozen kernel"):

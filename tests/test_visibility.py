@@ -5,7 +5,6 @@ import torch
 from hypothesis import example, given, strategies as st
 from torch.func import functional_call, jacrev
 
-from numerics import random_stack
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
 from numerics.spec import StackSpec
@@ -31,7 +30,7 @@ def _wq_jacobian(stack, X0):
 
 def test_qk_invisible():
     """At 1x̄ᵀ the Jacobian w.r.t. W_Q, W_K is zero to rounding; control: at an inhomogeneous state it is not."""
-    stack = random_stack(8, 4, 2, 2, "full", P=4, seed=1, value_scale=1.0)
+    stack = StackSpec(T=8, d=4, layers=2, heads=2, kernel="full", P=4, seed=1, knobs={"value_scale": 1.0}).build()
     xbar = _xbar(4, 1)
     vis = nv.visibility(stack, xbar)
     sigma1 = float(vis.singular_values[0])
@@ -44,8 +43,8 @@ def test_qk_invisible():
 def test_visible_dimension():
     """Visible dim = d without a slow path; d + L − 1 with it (the gate un-freezes later kernels)."""
     xbar = _xbar(4, 0)
-    plain = nv.visibility(random_stack(8, 4, 3, 2, "full", seed=0), xbar)
-    slow = nv.visibility(random_stack(8, 4, 3, 2, "full", P=4, seed=0), xbar)
+    plain = nv.visibility(StackSpec(T=8, d=4, layers=3, heads=2, kernel="full", seed=0).build(), xbar)
+    slow = nv.visibility(StackSpec(T=8, d=4, layers=3, heads=2, kernel="full", P=4, seed=0).build(), xbar)
     assert plain.visible_dim == 4 and slow.visible_dim == 4 + 2
     assert plain.gap > 1e8 and slow.gap > 1e8      # σ_r vs rounding (≈ 1e-15 σ₁)
     assert slow.invisible_dim == slow.parameters - 6
@@ -54,7 +53,7 @@ def test_visible_dimension():
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["full", "block"]))
 def test_decaying_offset_second_order(seed, kernel):
     """wᵀp = 0: ‖Δx̄_L‖ ∝ δ² (fitted slope 2 ± 0.1)."""
-    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=seed, value_scale=1.0)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel=kernel, P=4, seed=seed, knobs={"value_scale": 1.0}).build()
     p = nv.decaying_offset(stack, seed + 1)
     assert abs(float(nv.persistent_vector(stack) @ p @ torch.ones(8, dtype=torch.float64))) < 1e-14
     r = nv.persistent_response(stack, _xbar(8, seed), p, DELTAS)
@@ -64,7 +63,7 @@ def test_decaying_offset_second_order(seed, kernel):
 @given(seed=st.integers(0, 10_000), kernel=st.sampled_from(["full", "block", "causal"]))
 def test_mean_carrying_offset_first_order(seed, kernel):
     """Control: wᵀp ≠ 0 moves x̄_L at first order, by G_{≤L}(1)pᵀw (generated) up to O(δ)."""
-    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=seed, value_scale=1.0)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel=kernel, P=4, seed=seed, knobs={"value_scale": 1.0}).build()
     xbar, p = _xbar(8, seed), nv.mean_carrying_offset(stack, seed + 1)
     r = nv.persistent_response(stack, xbar, p, DELTAS)
     assert abs(loglog_fit(DELTAS, r).slope - 1) <= SLOPE_TOL
@@ -74,7 +73,7 @@ def test_mean_carrying_offset_first_order(seed, kernel):
 
 def test_causal_first_token_untouched():
     """Causal, w = e₁: an offset with p₁ = 0 leaves e₁ᵀX_L exactly unchanged (causality)."""
-    stack = random_stack(8, 8, 3, 2, "causal", P=4, seed=0, value_scale=1.0)
+    stack = StackSpec(T=8, d=8, layers=3, heads=2, kernel="causal", P=4, seed=0, knobs={"value_scale": 1.0}).build()
     p = nv.decaying_offset(stack, 1)
     assert torch.equal(p[0], torch.zeros(8, dtype=torch.float64))
     assert float(nv.persistent_response(stack, _xbar(8, 0), p, DELTAS).max()) == 0.0
@@ -146,28 +145,28 @@ def test_gate_invisible_when_w_sees_block_zero_only(kernel):
     """Control (finding): w confined to block 0 ⇒ wᵀs = 0 ⇒ ∂x̄_L/∂g = 0, and slow weights stay
     invisible even at g ≠ 0."""
     xbar = _xbar(8, 0)
-    stack = random_stack(8, 8, 2, 2, kernel, P=4, seed=0, value_scale=1.0)
+    stack = StackSpec(T=8, d=8, layers=2, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 1.0}).build()
     assert float(nv.gate_jacobian(stack, nv.homogeneous(stack, xbar)).abs().max()) <= 1e-14
     # w from a least-squares solve: off-block-0 entries are rounding (≤ 1e-16), so ≤ 1e-14 here
     assert float(nv.gate_sensitivity_prediction(stack, xbar).abs().max()) <= 1e-14
-    gated = random_stack(8, 8, 2, 2, kernel, P=4, seed=0, value_scale=1.0, gate=0.5)
+    gated = StackSpec(T=8, d=8, layers=2, heads=2, kernel=kernel, P=4, seed=0, knobs={"value_scale": 1.0, "gate": 0.5}).build()
     assert nv.slow_weight_visibility(gated, nv.homogeneous(gated, xbar)).rank == 0
 
 
 def test_slow_weights_full_rank_at_nonzero_gate():
     """Full kernel at g = 0.5: slow W_V/W_O Jacobian has rank d; control: rank 0 at g = 0."""
     xbar = _xbar(8, 0)
-    gated = random_stack(8, 8, 2, 2, "full", P=4, seed=0, value_scale=1.0, gate=0.5)
+    gated = StackSpec(T=8, d=8, layers=2, heads=2, kernel="full", P=4, seed=0, knobs={"value_scale": 1.0, "gate": 0.5}).build()
     assert nv.slow_weight_visibility(gated, nv.homogeneous(gated, xbar)).full_rank
-    closed = random_stack(8, 8, 2, 2, "full", P=4, seed=0, value_scale=1.0)
+    closed = StackSpec(T=8, d=8, layers=2, heads=2, kernel="full", P=4, seed=0, knobs={"value_scale": 1.0}).build()
     assert nv.slow_weight_visibility(closed, nv.homogeneous(closed, xbar)).rank == 0
 
 
 def test_gate_needs_slow_path():
     with pytest.raises(ValueError, match="P"):
-        nv.gate_jacobian(random_stack(8, 8, 1, 2, "full"), torch.zeros(8, 8, dtype=torch.float64))
+        nv.gate_jacobian(StackSpec(T=8, d=8, layers=1, heads=2, kernel="full").build(), torch.zeros(8, 8, dtype=torch.float64))
     with pytest.raises(ValueError, match="xbar"):
-        nv.homogeneous(random_stack(8, 8, 1, 2, "full"), torch.zeros(3, dtype=torch.float64))
+        nv.homogeneous(StackSpec(T=8, d=8, layers=1, heads=2, kernel="full").build(), torch.zeros(3, dtype=torch.float64))
 
 
 # ---- the ledger's own numbers: reproducible, and moved by every generated function they rest on -----
@@ -199,13 +198,13 @@ def test_ledger_is_deterministic(entries, claim_id):
 
 def test_persistent_vector_bit_reproducible():
     """w from the square LU system: identical bits whatever the memory layout of earlier allocations."""
-    stack = random_stack(8, 4, 2, 2, "full", seed=0)
+    stack = StackSpec(T=8, d=4, layers=2, heads=2, kernel="full", seed=0).build()
     first = nv.persistent_vector(stack)
     keep = []
     for k in range(20):
         keep.append(torch.empty(3 * k + 1, dtype=torch.float64))
         assert torch.equal(nv.persistent_vector(stack), first)
-    causal = nv.persistent_vector(random_stack(8, 4, 2, 2, "causal", seed=0))
+    causal = nv.persistent_vector(StackSpec(T=8, d=4, layers=2, heads=2, kernel="causal", seed=0).build())
     assert torch.equal(causal, torch.eye(8, dtype=torch.float64)[0])   # e₁ exactly, not to rounding
 
 

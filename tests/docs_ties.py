@@ -1,0 +1,181 @@
+"""Where the numbers docs/theory.md quotes come from: the ledger's records, the committed measurement files, the
+code's pre-registered constants, or a mathematical constant evaluated here.
+
+Each function returns the values of one passage of ``tests/test_docs_numbers.py``'s ``QUOTES``, by the names the
+passage's template gives them.  A value is a number (the quote must be it at the quote's precision), ("≤", v)
+(the quote is the tightest bound at its precision) or ("≲", v) (a rounding-level number: the quote bounds it
+within a decade, because its leading digit depends on the BLAS's summation order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NUMBER = r"(?P<{}>[−+]?[0-9]+(?:\.[0-9]+)?(?:e[−-]?[0-9]+)?)"
+
+
+def passage(template: str) -> str:
+    """A regular expression for ``template``: its text literally (any run of whitespace matching any other), each
+    ``{name}`` a quoted number captured as group ``name``."""
+    parts = re.split(r"\{(\w+)\}", template)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(NUMBER.format(part))
+        else:
+            out.append(r"\s+".join(re.escape(w) for w in re.split(r"\s+", part)))
+    return "".join(out)
+
+
+def _record(path: str) -> dict:
+    return json.loads((ROOT / path).read_text())
+
+
+def _claim(cid: str) -> dict:
+    return next(c for c in _record("docs/ledger.json")["claims"] if c["id"] == cid)
+
+
+def _rows(cid: str, **match) -> list[dict]:
+    return [r for r in _claim(cid)["numeric"]["table"] if all(r.get(k) == v for k, v in match.items())]
+
+
+def _parse(text: str, pattern: str) -> list[float]:
+    m = re.search(pattern, text)
+    assert m, f"the record no longer says {pattern!r}: {text}"
+    return [float(g) for g in m.groups()]
+
+
+def euler_1_1() -> dict:
+    """Claim 1.1's ledger draw: the errors by L, their log–log slope over L = 16 … 64 refitted here (least
+    squares, an independent route from the ledger's fit), and the i.i.d. control's slope from its record."""
+    import numpy as np
+
+    err = {r["L"]: r["error"] for r in _claim("1.1")["numeric"]["table"] if "L" in r}
+    Ls = [16, 32, 64]
+    slope = -np.polyfit(np.log(Ls), np.log([err[L] for L in Ls]), 1)[0]
+    (ctl,) = _parse(_claim("1.1")["control"]["detail"], r"fitted slope ([0-9.]+)")
+    return {"e8": err[8], "e16": err[16], "e32": err[32], "e64": err[64], "slope": slope, "ctl": ctl}
+
+
+def autograd_1_2() -> dict:
+    return {"tol": _claim("1.2")["numeric"]["tolerance"]}
+
+
+def blocks_2_1() -> dict:
+    (row,) = _rows("2.1", kernel="causal", T=6, d=8, L=4)
+    return {"off": ("≲", row["off_block"]), "block": ("≲", row["block_err"])}
+
+
+def pascal_2_3() -> dict:
+    """cond₂ of the causal kernel's eigenbasis, the Pascal matrix S_ik = C(i, k) with unit-norm columns, exactly
+    (mpmath at 50 digits: a mathematical constant), and the ledger's float64 measurement of the basis its
+    eigensolver returns at T = 32."""
+    import mpmath
+
+    out = {}
+    with mpmath.workdps(50):
+        for T in (4, 8, 16, 32):
+            S = mpmath.matrix([[mpmath.binomial(i, k) for k in range(T)] for i in range(T)])
+            for k in range(T):
+                norm = mpmath.sqrt(sum(S[i, k] ** 2 for i in range(T)))
+                for i in range(T):
+                    S[i, k] /= norm
+            s = mpmath.svd_r(S, compute_uv=False)
+            out[f"c{T}"] = float(max(s) / min(s))
+    (row,) = [r for r in _claim("2.3")["numeric"]["table"] if r.get("T") == 32 and "cond_S_float64" in r]
+    out["f32"] = row["cond_S_float64"]
+    return out
+
+
+def modes_3() -> dict:
+    """r at the last layer for λ = 1/2, 1/3, 1/6 on Claim 3.1's causal d = 16 stacks (the ledger's table)."""
+    r = {int(row["c"]): row["r_last"] for row in _rows("3.1", kernel="causal", d=16, seed=0)}
+    pick = {"half": 0, "third": 1, "sixth": 4}
+    out = {f"c{c}_{name}": r[c][i] for c in (0, 5, 20) for name, i in pick.items()}
+    out.update(c0_mean=statistics.fmean(r[0]), c20_lo=min(r[20]), c20_hi=max(r[20]))
+    return out
+
+
+def pooling_3_2() -> dict:
+    a = {(row["kernel"], row["slow path"]): row["‖ΠJ(I−Q)‖/‖J‖"] for row in _rows("3.2", part="a")}
+    causal = [v for (k, _), v in a.items() if k == "causal"]
+    (b,) = _rows("3.2", part="b", kernel="causal")
+    return {"exact": ("≲", max(a[("full", "off")], a[("block", "off")])), "causal": a[("causal", "off")],
+            "a_lo": min(causal), "a_hi": max(causal), "b_causal": statistics.fmean(b["‖J−QJQ‖/‖J‖ at depth 1, 4, 12"])}
+
+
+def tightness_5_2() -> dict:
+    (median,) = _parse(_claim("5.2")["control"]["detail"], r"g\*_norm/g\*_Jury median ([0-9.]+)")
+    return {"median": median}
+
+
+def onset_5_3() -> dict:
+    rows = [r for r in _claim("5.3")["numeric"]["table"] if "onset/g*" in r]
+    real = max(abs(r["onset (real stack)"] / r["onset (linear)"] - 1) for r in rows)
+    detail = _claim("5.3")["control"]["detail"]
+    a1, a2, a3 = _parse(detail, r"a = \(([0-9.]+), ([0-9.]+), ([0-9.]+)\)")
+    onset, gplus, loose = _parse(detail, r"onset ([0-9.]+) .*g⁺ ([0-9.]+) .*g⁺/g_on = ([0-9.]+)")
+    return {"og_lo": min(r["onset/g*"] for r in rows), "og_hi": max(r["onset/g*"] for r in rows),
+            "real": ("≤", 100 * real), "go_lo": min(r["g⁺/onset"] for r in rows),
+            "go_hi": max(r["g⁺/onset"] for r in rows), "a1": a1, "a2": a2, "a3": a3, "onset": onset,
+            "gplus": gplus, "loose": loose}
+
+
+def clock_6_4() -> dict:
+    """6.4's ledger: the clock's a-priori ℓ* on Claim 3.1's stacks, ℓ*/L along a smooth path, the ALiBi control;
+    and ε = 1/(1 − λ₂) of the causal and full frozen kernels, from their eigenvalues computed here."""
+    import numpy as np
+
+    T = 6
+    kernels = {"causal": np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None],   # A_ij = 1/i for j ≤ i
+               "full": np.ones((T, T)) / T}                                      # A = 11ᵀ/T
+    table = _claim("6.4")["numeric"]["table"]
+    prior = [r for r in table if r.get("part", "").startswith("a priori")]
+    same = sum(r["ℓ* (mode products)"] == r["ℓ̂* (clock, no products)"] for r in prior)
+    deeper = sum(r["ℓ* (mode products)"] is not None and r["ℓ̂* (clock, no products)"] == r["ℓ* (mode products)"] + 1
+                 for r in prior)
+    (path,) = [r for r in table if r.get("part", "").startswith("ℓ*/L")]
+    out = {"stacks": len(prior), "same": same, "deeper": deeper}
+    out.update({f"m{i}": v for i, v in enumerate(path["ℓ*/L (mode products)"])})
+    out.update({f"k{i}": v for i, v in enumerate(path["ℓ̂*/L (clock)"])})
+    out["rich_m"], out["rich_k"] = path["limit (Richardson) measured, clock"]
+    (out["alibi_r"],) = _parse(_claim("6.4")["control"]["detail"], r"r_L\(λ₂\) = ([0-9.]+) measured")
+    for kernel in ("causal", "full"):
+        lam = sorted(np.linalg.eigvals(kernels[kernel]).real)
+        out[f"eps_{kernel}"] = 1 / (1 - lam[-2])
+    return out
+
+
+def pilot_7_3() -> dict:
+    """The 3-seed pilot's paired t (scipy, from its per-seed gaps), the seeds the power analysis asks for (smallest
+    n with power ≥ 0.8 at the pilot's d_z, noncentral t), and the powered rerun's seeds and gates."""
+    import numpy as np
+    from scipy import stats
+
+    gaps = np.array(_record("docs/trained/text-7.3-pilot.json")["summary"]["gap_per_seed"])
+    t, p = stats.ttest_1samp(gaps, 0.0)
+    dz = gaps.mean() / gaps.std(ddof=1)
+    alpha, target = 0.01, 0.8
+
+    def power(n):
+        crit, nc = stats.t.ppf(1 - alpha / 2, n - 1), dz * math.sqrt(n)
+        return stats.nct.sf(crit, n - 1, nc) + stats.nct.cdf(-crit, n - 1, nc)
+
+    n = next(n for n in range(2, 50) if power(n) >= target)
+    run = _record("docs/trained/text-7.3.json")
+    g0 = [abs(g[0]) for g in run["summary"]["gates"]]
+    return {"gap": gaps.mean(), "t": t, "dof": len(gaps) - 1, "p": p, "alpha": alpha, "power": target, "dz": dz,
+            "n": n, "s_lo": min(run["seeds"]), "s_hi": max(run["seeds"]),
+            "lower": sum(x > 0 for x in run["summary"]["gap_per_seed"]), "seeds": len(run["seeds"]),
+            "level": 100 * (1 - run["summary"]["paired_t"]["alpha"]), "g_lo": min(g0), "g_hi": max(g0)}
+
+
+def rule_8_1() -> dict:
+    from proofs_check.experiments import depth_study_rule as R
+
+    return {"euler": R.EULER_STEP, "euler_r": R.EULER_ROUGH, "step": R.NOT_EULER_STEP, "rough": R.NOT_EULER_ROUGH}
