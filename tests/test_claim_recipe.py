@@ -46,7 +46,7 @@ def _register(monkeypatch):
     monkeypatch.setitem(registry.CLAIMS, ID, registry.Claim(ID, family=FAMILY))   # removed after the test
 
     @registry.on_stack(ID, specs=lambda arch, ctx: [matrix_spec(arch, ctx)], homogeneous_reference=True,
-                       not_applicable=lambda arch: None if arch == "preln" else f"toy: stated for pre-LN, not {arch}")
+                       needs=("paper_stack",))
     def evaluate(spec, ctx):
         err, tol = _spread(spec.build(), random_xbar(spec.d, spec.seed))
         return Verdict(ID, "holds" if err <= tol else "fails", measured={"spread": err}, error=err, tolerance=tol)
@@ -97,7 +97,7 @@ def test_the_grid_runs_it_and_says_where_it_does_not_apply(toy):
 
     cells = {c["arch"]: c for c in run_matrix(only_arch=["preln", "hrm"], claims=[ID], trained=False)["cells"]}
     assert cells["preln"]["status"] == "holds"   # the ledger's entry
-    assert cells["hrm"]["status"] == "n/a" and cells["hrm"]["condition"] == "toy: stated for pre-LN, not hrm"
+    assert cells["hrm"]["status"] == "n/a" and cells["hrm"]["condition"].startswith("n/a: hrm has no paper_stack (")
 
 
 def test_check_scale_runs_its_matrix_free_form_and_skips_with_a_reason(toy, monkeypatch):

@@ -44,9 +44,6 @@ def identity_tolerance(L: int, d: int) -> float:
 
 
 def _na(spec) -> str | None:
-    if spec.arch != "preln":
-        return (f"arch={spec.arch!r}: the clock is derived for the pre-LN token map (LN₁ before the value path, "
-                "token-wise MLP); the variant has no derivation yet")
     if spec.dtype != "float64":
         return "the rounding tolerances are derived for float64"
     if spec.knob("gate", 0.0) != 0.0:
@@ -59,8 +56,7 @@ def _na(spec) -> str | None:
 
 
 def specs_6_4(arch, ctx):
-    if arch != "preln":
-        return [StackSpec(arch=arch, T=4, d=4, layers=3, heads=2, seed=ctx.seed)]
+    """Claim 6.4's pre-LN stacks (it needs the paper's stack: ``needs=("paper_stack",)``)."""
     seeds = [0] if ctx.quick else [0, 1, 2]
     # and one damped stack (α = 1), where the clock's factor (1 − hα) enters
     return [StackSpec(T=6, d=8, layers=16, heads=2, kernel=k, seed=s, knobs={"value_scale": 20.0})
@@ -111,7 +107,7 @@ def reach(stack, xbar, inputs=None) -> dict:
             "real_inputs": None if inputs is None else nds.distance_reach(stack, inputs), "modes": modes}
 
 
-@on_stack("6.4", specs=specs_6_4)
+@on_stack("6.4", specs=specs_6_4, needs=("paper_stack",))   # the clock is derived for the pre-LN token map
 def evaluate_6_4(spec, ctx) -> Verdict:
     """The depth clock on one stack.
 

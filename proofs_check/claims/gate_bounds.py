@@ -30,13 +30,8 @@ ROOT_RTOL = 1e-9
 NEEDS_HIERARCHICAL = "needs the hierarchical pre-LN stack (P set): the slow-mode maps G_ℓ, K_ℓ of Claim 5.1"
 
 
-def _not_preln(arch: str) -> str | None:
-    return NEEDS_HIERARCHICAL if arch != "preln" else None
-
-
 def specs_5_3(arch, ctx):
-    if arch != "preln":
-        return [StackSpec(arch=arch, T=4, d=4, layers=3, heads=2, P=2, seed=ctx.seed, knobs={"decay": 6.0})]
+    """Claim 5.3's hierarchical stacks (it needs the paper's stack: ``needs=("paper_stack",)``)."""
     T, d, layers = (8, 8, 6) if ctx.quick else (16, 16, 12)
     cases = [(1, "full"), (2, "causal"), (3, "block")][: 2 if ctx.quick else 3]
     return [StackSpec(T=T, d=d, layers=layers, heads=2, kernel=k, P=4, seed=s, knobs=CONTRACTIVE) for s, k in cases]
@@ -48,7 +43,7 @@ def bound_tolerance(L: int, N: int, kappa: float) -> float:
     return 10 * L * N * U * kappa
 
 
-@on_stack("5.3", specs=specs_5_3, not_applicable=_not_preln, along_text=True)
+@on_stack("5.3", specs=specs_5_3, needs=("paper_stack",), along_text=True)
 def evaluate_5_3(spec, ctx) -> Verdict:
     """g* ≤ g_on ≤ g⁺ on one hierarchical stack, and the determinant bound ‖Π(G_ℓ + hgK_ℓ)‖ ≥ exp(S(g)/N) at gates
     where S > 0.  ``measured``: ``onset_min`` (the smaller sign's), ``onset_linear``, ``onset_real`` (per sign),

@@ -9,6 +9,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
+from numerics.architectures.capabilities import has
 from numerics.fitting import loglog_fit
 from numerics.precision import SLOPE_TOL_STIFF as SLOPE_TOL
 from numerics.spec import StackSpec
@@ -266,7 +267,7 @@ def _attention_paths(spec: StackSpec):
     or, for ``compressed``, its branch of token queries against block-compressed keys/values."""
     s = spec.build_arch()
     layer = s.base.layers[0]
-    return layer.attn, (s.compress[0] if spec.arch == "compressed" else layer.slow)
+    return layer.attn, (s.compress[0] if has(spec.arch, "compressed_branch") else layer.slow)
 
 
 @on_stack("6.3", specs=_cost_specs)
@@ -303,7 +304,7 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
                           f"{row['ratio_scores_mixing']} (claimed P² = {P * P}), projections by "
                           f"{row['ratio_projections']} (claimed P = {P})"
                           + ("; queries stay per token, only keys/values are compressed"
-                             if spec.arch == "compressed" else ""),
+                             if has(spec.arch, "compressed_branch") else ""),
                    counterexample=spec.as_dict())
 
 

@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import kernels as K
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
@@ -76,7 +77,7 @@ def evaluate_4_1(spec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.weight_visibility(spec)
-    if spec.arch != "preln":
+    if not has(spec.arch, "paper_stack"):
         return arch_4_1(spec, ctx)
     reason = _homogeneous_na(spec)
     if reason:
@@ -275,7 +276,7 @@ def evaluate_4_2(spec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.gate_visibility(spec)
-    if spec.arch != "preln":
+    if not has(spec.arch, "paper_stack"):
         return arch_4_2(spec, ctx)
     if spec.P is None:
         return Verdict("4.2", "n/a", reason="no slow path (P unset): there is no gate to see")

@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import visibility as nv
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input
@@ -46,7 +47,7 @@ def arch_4_1(spec, ctx) -> Verdict:
 def arch_4_2(spec, ctx) -> Verdict:
     """A variant: gradients of ‖s(X)‖² w.r.t. the gates (at 0) and the slow W_V/W_O (at g = 0 and 0.5)."""
     s = spec.build_arch()
-    if spec.arch == "compressed":
+    if has(spec.arch, "compressed_branch"):
         s.compress_gate = torch.tensor(0.0, dtype=F64, requires_grad=True)
         gates = [s.compress_gate]
         slow = [p for n, p in s.named_parameters() if n.startswith("compress") and n.split(".")[-1] in ("W_V", "W_O")]

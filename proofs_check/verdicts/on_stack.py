@@ -5,7 +5,8 @@ Every claim that is a statement about a stack registers one function
 in its own module, together with
 
 * ``specs(arch, ctx)``: the stacks it is checked on by default for an architecture, and
-* ``not_applicable``: architecture -> the reason the claim does not apply to it (said once, there).
+* ``needs``: the capabilities an architecture must declare for the claim to apply (the registry says n/a,
+  in one format, where one is missing: ``numerics.architectures.capabilities``).
 
 ``registry.Claim.evaluate`` runs it (:func:`dense_verdict`) where T·d fits, and the claim's matrix-free
 form (:func:`matrix_free_verdict`) above.  The ledger's check of the claim runs it on ``specs("preln",

@@ -4,7 +4,8 @@ A claim's module registers its parts on the same object, wherever the decorators
 
 * :func:`claim` — the statement, what its verdict means and the ledger's ``check(ctx) -> ClaimResult``;
 * :func:`on_stack` — ``evaluate(spec, ctx) -> Verdict`` on one stack, the default ``specs(arch, ctx)``,
-  ``not_applicable`` (architecture -> reason, or a function of the architecture) and whether the claim is
+  ``needs`` (the capabilities an architecture must declare, ``numerics.architectures.capabilities``: the
+  claim is n/a, with one reason format, on an architecture that lacks one) and whether the claim is
   stated at the token-homogeneous reference 1x̄ᵀ;
 * :func:`matrix_free` — the form that never builds a (Td)² Jacobian (``form(run: ScaleRun) -> ClaimResult``)
   with the stack variants it builds, or :func:`no_matrix_free` with the reason there is none;
@@ -56,7 +57,7 @@ class Claim:
     # -- on a stack (proofs_check.verdicts.on_stack) --
     on_stack: Callable | None = field(default=None, repr=False)      # evaluate(spec, ctx) -> Verdict, dense
     specs: Callable | None = field(default=None, repr=False)         # specs(arch, ctx) -> [StackSpec]
-    not_applicable: dict | Callable = field(default_factory=dict, repr=False)
+    needs: tuple[str, ...] = ()           # capabilities an architecture must declare (numerics.architectures)
     homogeneous_reference: bool = False   # stated at 1x̄ᵀ with the slow-path gates as built (gate 0)
     dense_features: int = DENSE_FEATURES  # the largest T·d the dense form runs at
     along_text: bool = False              # on a checkpoint, evaluate measures along its held-out text
@@ -76,10 +77,12 @@ class Claim:
         return {k: copy.deepcopy(getattr(self, k)) for k in self.LEDGER_FIELDS}
 
     def not_applicable_to(self, arch: str) -> str | None:
-        """The reason the claim does not apply to architecture ``arch``, or None."""
-        if callable(self.not_applicable):
-            return self.not_applicable(arch)
-        return self.not_applicable.get(arch)
+        """Why the claim does not apply to architecture ``arch`` ("n/a: <arch> has no <need> (<meaning>)", the
+        first need it lacks), or None when ``arch`` declares every capability the claim needs."""
+        from numerics.architectures.capabilities import CAPABILITIES, missing
+
+        need = missing(arch, self.needs)
+        return None if need is None else f"n/a: {arch} has no {need} ({CAPABILITIES[need]})"
 
     def why_no_matrix_free(self) -> str:
         return self.no_matrix_free or "no matrix-free form is registered"
@@ -155,19 +158,25 @@ def claim(id: str, *, title: str, family: str, statement: str, assumptions: list
     return register
 
 
-def on_stack(id: str, *, specs: Callable, not_applicable: dict | Callable | None = None,
+def on_stack(id: str, *, specs: Callable, needs: tuple[str, ...] = (),
              homogeneous_reference: bool = False, dense_features: int = DENSE_FEATURES, along_text: bool = False):
     """Register the decorated ``evaluate(spec, ctx) -> Verdict`` as claim ``id`` on one stack (its dense form),
-    with the stacks it is checked on by default (``specs(arch, ctx)``), the architectures it does not apply
-    to (``not_applicable``: arch -> reason, or a function arch -> reason or None), whether it is stated at the
+    with the stacks it is checked on by default (``specs(arch, ctx)``), the capabilities an architecture must
+    declare for it to apply (``needs``: names of ``numerics.architectures.capabilities.CAPABILITIES``, refused
+    with ValueError when unknown), whether it is stated at the
     token-homogeneous reference 1x̄ᵀ with the gates as built, the largest T·d its dense form runs at, and
     whether, on a checkpoint's weights, it measures the claim at the states the held-out text visits
     (``numerics.held_out``) at any size instead of at 1x̄ᵀ."""
+    from numerics.architectures.capabilities import CAPABILITIES
+
+    unknown = sorted(set(needs) - set(CAPABILITIES))
+    if unknown:
+        raise ValueError(f"claim {id}: needs={unknown} are not capabilities ({', '.join(CAPABILITIES)})")
     entry = _entry(id)
 
     def register(fn):
         entry.on_stack, entry.specs = fn, specs
-        entry.not_applicable = not_applicable if callable(not_applicable) else dict(not_applicable or {})
+        entry.needs = tuple(needs)
         entry.homogeneous_reference, entry.dense_features = homogeneous_reference, dense_features
         entry.along_text = along_text
         return fn

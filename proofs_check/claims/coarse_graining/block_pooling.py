@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import coarse_graining as ncg
 from numerics import kernels as K
 from numerics.jacobians import reference_input, state_jacobian
@@ -112,7 +113,7 @@ def evaluate_3_2(spec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.coarse_residual(spec)
-    if spec.arch != "preln":
+    if not has(spec.arch, "paper_stack"):
         return _arch_3_2(spec, ctx)
     P = coarse_block(spec)
     if P is None or spec.T % P:
@@ -194,7 +195,7 @@ def _arch_3_2(spec, ctx) -> Verdict:
             return Verdict("3.2", "conditional", measured=measured, predicted=predicted,
                            condition="kernels leave ker Π invariant (full/block); fails for causal (its persistent "
                                      "mode sits on the first token, e₁)"
-                                     + (" and compress_gate = 0" if spec.arch == "compressed" else ""),
+                                     + (" and compress_gate = 0" if has(spec.arch, "compressed_branch") else ""),
                            counterexample={**spec.as_dict(), "a_rel": a})
         return Verdict("3.2", "fails", measured=measured, predicted=predicted, counterexample=spec.as_dict())
     if a <= EXACT:

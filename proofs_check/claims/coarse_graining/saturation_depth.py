@@ -15,6 +15,7 @@ import mpmath
 import sympy as sp
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import coarse_graining as ncg
 from numerics.jacobians import eigen_blocks, reference_input, step_jacobians
 from numerics.spec import StackSpec
@@ -86,7 +87,7 @@ def evaluate_3_1(spec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.saturation(spec)
-    if spec.arch != "preln":
+    if not has(spec.arch, "paper_stack"):
         return _arch_3_1(spec, ctx)
     reason = preln_na(spec)
     if reason:

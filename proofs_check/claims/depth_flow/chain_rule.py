@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import depth_flow as nd
 from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, step_jacobians
 from numerics.spec import StackSpec
@@ -35,7 +36,7 @@ def _chain_specs(arch, ctx):
 def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
     """Chain rule: ∂out/∂X = J_readout · J_{n−1} ⋯ J_0 · J_embed (preln: J = J_{L−1} ⋯ J_0), and on
     preln the reversed product, off by the predicted h² Σ_{i<j} [M_i, M_j] + O(h³)."""
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         st = spec.build()
         X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10),
                         device="cpu").to(spec.device)
@@ -61,7 +62,7 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
     err = float(torch.linalg.norm(full - prod) / torch.linalg.norm(full))
     ev = {"rel_error": err, "tolerance": EXACT, "steps": s.n_steps}
     cond = None
-    if spec.arch == "relu":
+    if has(spec.arch, "kink_set"):
         with torch.no_grad():
             ev["kink_distance"] = float(s.kink_distance(X.detach()))
         cond = ("almost everywhere: off the kink set (a pre-activation exactly 0); here min |pre-activation| = "

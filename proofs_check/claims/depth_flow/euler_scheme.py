@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import depth_flow as nd
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input
@@ -97,7 +98,7 @@ def evaluate_1_1(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.depth_roughness(spec)
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         return _euler_preln(spec, ctx)
     Ls = _doubling(128, spec.layers)
     errs, sl = _cauchy(spec, Ls)
@@ -106,7 +107,7 @@ def evaluate_1_1(spec: StackSpec, ctx) -> Verdict:
     if err <= 1.0:
         return Verdict("1.1", "holds", measured=ev, predicted={"slope": 1.0}, error=err, tolerance=1.0)
     cex = {"spec": spec.as_dict(), "L": Ls, "slope": sl}
-    if spec.arch == "postln":
+    if has(spec.arch, "post_norm"):
         errs1, sl1 = _cauchy(spec, Ls, fix_ln=True)
         ev.update(with_condition={"cauchy_errors": errs1, "slope": sl1})
         from hypothesis import strategies as hst

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import factorisation as nf
 from numerics.fitting import loglog_fit
 from numerics.jacobians import commutator_error, reference_input, stack_jacobian, state_jacobian
@@ -142,7 +143,7 @@ def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.kernel_conditions(spec)
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         rows, worst, broken = [], 0.0, []
         points = 4 if ctx.quick else 7
         for kind in CONTROL_KINDS if spec.heads >= 2 else CONTROL_KINDS[:2]:
@@ -184,7 +185,7 @@ def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
     if not 0.9 <= sl <= 1.1:
         return Verdict("2.2", "fails", measured=ev, error=err, tolerance=SLOPE_TOL,
                        counterexample={"spec": spec.as_dict()})
-    if spec.arch == "compressed":
+    if has(spec.arch, "compressed_branch"):
         return Verdict("2.2", "conditional", measured=ev, error=err, tolerance=SLOPE_TOL,
                        condition="an extra condition (d): every kernel row-stochastic (A1 = 1); the compressed "
                                  "branch violates it (tested with compress_gate = 0)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import factorisation as nf
 from numerics.generated import factorisation as gen
 from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
@@ -132,9 +133,9 @@ def evaluate_2_1(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.factorisation_layers(spec)
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         return _factorisation_preln(spec)
-    if spec.arch == "compressed":
+    if has(spec.arch, "compressed_branch"):
         err, _ = _factorisation_error(spec)
         closed, _ = _factorisation_error(spec.with_(arch_options={"compress_gate": 0.0}))
         from hypothesis import strategies as hst
@@ -155,12 +156,11 @@ def evaluate_2_1(spec: StackSpec, ctx) -> Verdict:
     control = commutator_error(state_jacobian(s, X), s.frozen_kernel(), s.features)
     ev = {"commutator_rel": err, "tolerance": EXACT, "block_size": s.features,
           "control_inhomogeneous_commutator_rel": control}
-    if spec.arch in ("postln", "mhc"):
+    if has(spec.arch, "mode_block_formula"):
         ev["generated_block_formula_rel_error"] = _block_formula_error(spec.arch, s, reference_input(s, spec.seed))
-        ev["formula"] = ("theory.architectures.postln_mode_block" if spec.arch == "postln"
-                         else "theory.architectures.mhc_mode_block (H ⊗ I + βαᵀ ⊗ (G(λ) − I))")
+        ev["formula"] = s.MODE_BLOCK_FORMULA
     ok = err <= EXACT and control > 1e-3 and ev.get("generated_block_formula_rel_error", 0.0) <= 1e-10
-    cond = "almost everywhere (off the ReLU kink set)" if spec.arch == "relu" else None
+    cond = "almost everywhere (off the ReLU kink set)" if has(spec.arch, "kink_set") else None
     if not ok:
         return Verdict("2.1", "fails", measured=ev, error=err, tolerance=EXACT,
                        counterexample={"spec": spec.as_dict()})
@@ -248,7 +248,7 @@ def _block_formula_error(arch, s, X):
         layer = s.base.layers[i]
         for k in range(len(lam)):
             lt = lam[k]
-            if arch == "postln":
+            if has(arch, "post_norm"):
                 W = layer.attn.value_output().T
                 pre1 = (1 - layer.h * layer.decay) * sbar + layer.h * sbar @ layer.attn.value_output()
                 J1 = stack_jacobian(layer.ln1, pre1, chunk_size=1)

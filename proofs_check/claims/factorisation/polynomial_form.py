@@ -10,6 +10,7 @@ from __future__ import annotations
 import mpmath
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import factorisation as nf
 from numerics import matrix_free as mf
 from numerics.jacobians import eigen_blocks, reference_input, state_jacobian
@@ -112,7 +113,7 @@ def evaluate_2_3(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.factorisation_stack(spec)
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         err, tol = polynomial_form_error(spec.T, d=spec.d, L=spec.layers, seed=spec.seed, stack=spec.build())
         status = "holds" if err <= tol else "fails"
         return Verdict("2.3", status, measured={"T": spec.T, "error": err, "tol": tol}, error=err, tolerance=tol,

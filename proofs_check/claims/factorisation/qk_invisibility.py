@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics.fitting import loglog_fit
 from numerics.jacobians import reference_input, stack_jacobian, state_jacobian
 from numerics.spec import StackSpec
@@ -55,7 +56,7 @@ def evaluate_2_4(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.qk_invisibility(spec)
-    if spec.arch == "preln":
+    if has(spec.arch, "paper_stack"):
         at_ref = qk_derivative_norm(0.0, spec)
         status = "holds" if at_ref <= 1e-13 else "fails"
         return Verdict("2.4", status, measured={"qk_derivative_max": at_ref}, error=at_ref, tolerance=1e-13,
@@ -65,7 +66,7 @@ def evaluate_2_4(spec: StackSpec, ctx) -> Verdict:
     ev = {"rel_change_after_redrawing_WQ_WK": err, "tolerance": EXACT, "control_inhomogeneous": control}
     if err <= EXACT and control > 1e-6:
         return Verdict("2.4", "holds", measured=ev, error=err, tolerance=EXACT)
-    if spec.arch == "compressed":
+    if has(spec.arch, "compressed_branch"):
         ev["rel_change_gate0"] = _qk_invisibility(spec.with_(arch_options={"compress_gate": 0.0}))
         from hypothesis import strategies as hst
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import torch
 
+from numerics.architectures.capabilities import has
 from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
 from numerics.precision import EPS64 as EPS, U64
@@ -116,7 +117,7 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
         from proofs_check.claims import along_text
 
         return along_text.stability_margin(spec, "5.1")
-    if spec.arch != "preln":
+    if not has(spec.arch, "paper_stack"):
         return _full_state_5_1(spec, ctx)
     if spec.P is None:
         return Verdict("5.1", "n/a", reason="P unset: the stack has no slow path, so no gate to bound")
@@ -172,7 +173,7 @@ def _full_state_5_1(spec: StackSpec, ctx) -> Verdict:
     h, eps = s.h, 1e-5
 
     def set_gate(val):
-        if spec.arch == "compressed":
+        if has(spec.arch, "compressed_branch"):
             s.compress_gate = val
         else:
             with torch.no_grad():
