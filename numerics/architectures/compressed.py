@@ -57,6 +57,7 @@ class Compressed(PreLN):
     """Pre-LN layers whose attention update is Attn(z) + g_c · CompressedAttn(z), z = LN₁(X)."""
 
     arch = "compressed"
+    CAPABILITIES = frozenset({"compressed_branch"})
     OPTIONS = {"compress_gate": 1.0}
 
     @classmethod

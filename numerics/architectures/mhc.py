@@ -57,6 +57,8 @@ class MHC(ArchStack):
     """n residual streams (feature blocks of the state) mixed by H_ℓ, read by α_ℓ, written by β_ℓ."""
 
     arch = "mhc"
+    CAPABILITIES = frozenset({"mode_block_formula"})
+    MODE_BLOCK_FORMULA = "theory.architectures.mhc_mode_block (H ⊗ I + βαᵀ ⊗ (G(λ) − I))"
     OPTIONS = {"streams": 4, "sinkhorn_iters": 20, "mixing": "sinkhorn", "mixing_scale": 1.0}
 
     @classmethod

@@ -24,6 +24,7 @@ class ReluMLP(S.MLP):
 
 class PreLN(ArchStack):
     arch = "preln"
+    CAPABILITIES = frozenset({"paper_stack"})
 
     def step(self, i, s):
         return self.base.layers[i](s)
@@ -36,6 +37,8 @@ class PostLN(ArchStack):
     """Post-LN: U = LN₁((1−hα)X + h·(Attn(X) + g·Slow(X))), X' = LN₂(U + h·MLP(U))."""
 
     arch = "postln"
+    CAPABILITIES = frozenset({"post_norm", "mode_block_formula"})
+    MODE_BLOCK_FORMULA = "theory.architectures.postln_mode_block"
 
     def step(self, i, s):
         layer = self.base.layers[i]
@@ -55,6 +58,7 @@ class ReLU(PreLN):
     """Pre-LN with a ReLU MLP; differentiable off the kink set (see the module docstring)."""
 
     arch = "relu"
+    CAPABILITIES = frozenset({"kink_set"})
 
     def __init__(self, config, options, base, gen, dtype, device):
         super().__init__(config, options, base, gen, dtype, device)
