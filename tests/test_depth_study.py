@@ -274,6 +274,64 @@ def test_study_cli_refuses_bad_input(capsys):
     assert "--stack" in capsys.readouterr().err
 
 
+def test_study_cli_refuses_snapshots_that_do_not_end_at_the_last_step(capsys):
+    """Refused before any cluster starts: exit 2, the message names --snapshots."""
+    from proofs_check.cli import main
+
+    assert main(["study", "depth", "--steps", "30", "--snapshots", "0", "10", "31"]) == 2
+    assert "--snapshots" in capsys.readouterr().err
+    assert main(["study", "depth", "--warmup", "0"]) == 2
+    assert "--warmup" in capsys.readouterr().err
+
+
+def test_grid_submits_each_depth_and_arm_as_one_dask_task(monkeypatch, tmp_path):
+    """run_grid hands the cluster one task per (L, arm), the deepest first, each with that cell's config.
+    The cluster is replaced by a client that records its submissions (no training)."""
+    import contextlib
+
+    import distributed
+
+    from proofs_check.experiments import depth_study as study
+    from proofs_check.sweep import run as sweep_run
+
+    submitted = []
+
+    class Done:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self):
+            return self.value
+
+    class Client:
+        def submit(self, fn, cfg, *args, key, **kwargs):
+            submitted.append((fn, key, cfg["layers"], cfg["arm"]))
+            return Done({"config": cfg})
+
+    monkeypatch.setattr(sweep_run, "connect", contextlib.contextmanager(lambda scheduler, workers: (yield Client())))
+    monkeypatch.setattr(distributed, "as_completed", iter)
+    cells = study.run_grid(TINY, (2, 4, 8), cache=tmp_path, workers=2, log=lambda *_: None)
+    assert [(L, arm) for _, _, L, arm in submitted] == [(L, arm) for L in (8, 4, 2) for arm in ("gpt2", "smooth")]
+    assert all(fn is study.cell_task for fn, *_ in submitted)
+    assert len({key for _, key, *_ in submitted}) == 6 and len(cells) == 6
+
+
+def test_record_states_each_cells_cost_and_each_workers_peak_memory(toy_record):
+    """The cells carry wall and CPU seconds and their worker's peak memory; the results section lists them.
+    A record without them (written before cells carried them) gets no such section."""
+    from proofs_check.experiments import depth_study as study
+
+    for cell in toy_record["cells"]:
+        s, w = cell["seconds"], cell["worker"]
+        assert s["train_call_cpu"] > 0 and s["measure_cpu"] > 0 and w["peak_rss_mb"] > 50  # a torch process
+    text = study.results_markdown(toy_record)
+    assert "Peak resident memory per Dask worker" in text and "measure CPU" in text
+    bare = copy.deepcopy(toy_record)
+    for cell in bare["cells"]:
+        cell["seconds"] = {k: v for k, v in cell["seconds"].items() if not k.endswith("_cpu")}
+    assert "Peak resident memory" not in study.results_markdown(bare)
+
+
 def test_results_section_and_figure_from_the_record(toy_record, tmp_path):
     """The results section is generated from the record (its verdict and slopes appear as computed), and
     the figure draws from the same record."""

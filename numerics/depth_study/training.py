@@ -57,9 +57,9 @@ class StudyConfig:
         snaps = tuple(int(s) for s in self.snapshots)
         object.__setattr__(self, "snapshots", snaps)
         if not snaps or snaps[0] != 0 or snaps[-1] != self.steps or list(snaps) != sorted(set(snaps)):
-            raise ValueError(f"snapshots={snaps!r} must rise strictly from 0 to steps={self.steps}")
+            raise ValueError(f"--snapshots {' '.join(map(str, snaps))}: must rise strictly from 0 to --steps={self.steps}")
         if any(s % self.eval_every for s in snaps):
-            raise ValueError(f"snapshots={snaps!r} must be multiples of eval_every={self.eval_every} "
+            raise ValueError(f"--snapshots {' '.join(map(str, snaps))}: must be multiples of eval_every={self.eval_every} "
                              "(the trainer's monitor runs at validation steps)")
         self.optimiser()
 

@@ -178,9 +178,33 @@ def results_markdown(record: dict) -> str:
               f"{cfg['batch']} × {cfg['T']} bytes per cell"
               + (f"; wall {wall / 60:.1f} min for the grid call that finished the record" if wall is not None else "")
               + (f"; load average at the end {rec['load']}" if rec.get("load") else "") + ".", "",
+              *_resources(record),
               *([rec["notes"], ""] if rec.get("notes") else []),
               "![depth study](depth_study/depth_study.png)", ""]
     return "\n".join(lines)
+
+
+def _resources(record: dict) -> list[str]:
+    """Per cell: wall and CPU seconds of training and measuring; per Dask worker: its peak resident memory.
+    Empty for a record written before cells carried them."""
+    cells = [c for c in record["cells"] if "measure_cpu" in c.get("seconds", {})]
+    if not cells:
+        return []
+    from proofs_check.tables import markdown_table
+
+    rows = [[c["config"]["arm"], c["config"]["layers"], f"{c['seconds']['train_call']:.0f}",
+             f"{c['seconds']['train_call_cpu']:.0f}", f"{c['seconds']['measure']:.0f}",
+             f"{c['seconds']['measure_cpu']:.0f}", c["worker"]["pid"]]
+            for c in sorted(cells, key=lambda c: (c["config"]["arm"], c["config"]["layers"]))]
+    peak: dict = {}
+    for c in cells:
+        w = c["worker"]
+        peak[w["pid"]] = max(peak.get(w["pid"], 0.0), w["peak_rss_mb"])
+    cpu = sum(c["seconds"]["train_call_cpu"] + c["seconds"]["measure_cpu"] for c in cells)
+    return ["Cost per cell (seconds; wall on the shared machine, CPU of the worker process):", "",
+            *markdown_table(["arm", "L", "train wall", "train CPU", "measure wall", "measure CPU", "worker"], rows), "",
+            f"CPU time of all cells: {cpu / 60:.1f} min. Peak resident memory per Dask worker: "
+            + ", ".join(f"{pid}: {mb / 1024:.2f} GB" for pid, mb in sorted(peak.items())) + ".", ""]
 
 
 def _unigram_entropy() -> float:
