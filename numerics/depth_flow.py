@@ -3,7 +3,7 @@ the Jacobian as the depth-ordered product of layer Jacobians.
 
 The reference for Claim 1.1 is a DOP853 solve (scipy, rtol 1e-12 by default) of
 dX/dt = F(θ(t), X), F = ``Layer.vector_field`` evaluated with θ(t) = ``stack.weights_at(t)``.
-``random_stack(..., weight_path="smooth", seed=s)`` draws the path θ(t) from the seed before
+``StackSpec(..., knobs={"weight_path": "smooth"}, seed=s)`` draws the path θ(t) from the seed before
 sampling it at ℓh, so every depth L with the same seed discretises the same ODE.
 
 The stack's error constant C = lim L (X_L − X(1)) is measured by Richardson extrapolation of
@@ -22,7 +22,8 @@ from scipy.integrate import solve_ivp
 from torch import nn
 
 from numerics.generated import depth_flow as gen
-from numerics.stack import Stack, random_stack
+from numerics.spec import StackSpec
+from numerics.stack import Stack
 
 
 class _VectorField(nn.Module):
