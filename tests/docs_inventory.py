@@ -54,6 +54,16 @@ RULES = (
     ("a depth or size the run was given", r"(?:at depths?|L = |over)\s*" + _RANGE),
     ("a software or command-line constant (Python ≥ 3.11, AVX-512, exit status 2)",
      r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits with) (?:status |code )?\d(?:,? \d)*(?: or \d)?"),
+    ("a check's tolerance constant, as its code states it", r"below 64·eps|clock to 10·L·\(d\+1\)"),
+    ("a perturbation or gate the check applies (its size is chosen, not measured)",
+     r"1x̄ᵀ \+ 0\.1 Z|relative\s+spread 0\.3 and 1|at g = 1\.1 g\*|\(1 \+ 10⁻⁶, 2, 4\)|e\^\{−3\}"),
+    ("an order or count the theory states (a prediction's exponent, LN's two removed directions, N slow "
+     "directions of the setting)",
+     r"grows like 4\^T|Slope 2 is verified|give about −0\.5 and 0|the d − 2\s+features|the N = 16 slow"),
+    ("the size of a model system", r"2 × 2 systems|2- and\s+3-state"),
+    ("the value scales at which the draws reach ρ̃ < 1 (a property of the drawing, stated as a range of c)",
+     r"c ≳ 5 \(full\) or\s+c ≳ 20"),
+    ("a claim's number", r"Bayes gap of 7\.2"),
     ("an equation's constant (1/L, 1 − λ, O(h²), c·I)",
      r"O\([^)]*\)|\b1\s*/\s*\w|\(1\s*[−+]|\b1\s*[−+]\s*(?=[\wλhαεδ(])|[×·]\s*\d|\d\s*[×·]"),
 )

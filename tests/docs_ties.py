@@ -109,6 +109,32 @@ def pooling_3_2() -> dict:
             "a_lo": min(causal), "a_hi": max(causal), "b_causal": statistics.fmean(b["‖J−QJQ‖/‖J‖ at depth 1, 4, 12"])}
 
 
+def two_sided_3_2() -> dict:
+    """3.2 (b): ‖J − QJQ‖/‖J‖ at depth 1, 4, 12 from the ledger's table, and, rerun here (dense depth Jacobians,
+    T·d = 64), the same residual without a value path (c = 0) on the three kernels."""
+    import torch
+
+    from numerics import coarse_graining as ncg
+    from numerics.spec import StackSpec
+    from numerics.stack import random_xbar
+    from proofs_check.claims.coarse_graining.block_pooling import direct_residuals
+
+    out = {}
+    for kernel in ("full", "block", "causal"):
+        (row,) = _rows("3.2", part="b", kernel=kernel)
+        for name, v in zip(("d1", "d4", "d12"), row["‖J−QJQ‖/‖J‖ at depth 1, 4, 12"]):
+            out[f"{kernel}_{name}"] = v
+    flat = []
+    for kernel in ("full", "block", "causal"):
+        spec = StackSpec(T=8, d=8, layers=12, heads=2, kernel=kernel, seed=0, knobs={"value_scale": 0.0},
+                         **({"P": 4} if kernel == "block" else {}))
+        X0 = torch.ones(8, 1, dtype=torch.float64) * random_xbar(8, 0)
+        Js = ncg.depth_jacobians(spec.build(), X0)
+        flat += [direct_residuals(Js[i], 8, 8, 4)["two_sided"] for i in (0, 3, 11)]
+    out.update(c0_lo=min(flat), c0_hi=max(flat))
+    return out
+
+
 def tightness_5_2() -> dict:
     (median,) = _parse(_claim("5.2")["control"]["detail"], r"g\*_norm/g\*_Jury median ([0-9.]+)")
     return {"median": median}

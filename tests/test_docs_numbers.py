@@ -91,6 +91,10 @@ QUOTES += [
      passage("(relative residual about {a_lo}–{a_hi})") + r"[\s\S]*?"
      + passage("3 layers: ≤ {exact} (full and block, rounding), {causal} (causal)") + r"[\s\S]*?"
      + passage("‖J − QJQ‖/‖J‖ stays near {b_causal} at every depth")),
+    (THEORY, "3.2 (b) residuals", D.two_sided_3_2,
+     passage("(T = 8, P = 4, d = 8, 12 layers, W_VO ≈ 20·I): {full_d1}, {full_d4}, {full_d12} (full), {block_d1}, "
+             "{block_d4}, {block_d12} (block), {causal_d1}, {causal_d4}, {causal_d12} (causal); with W_VO ≈ 0 (c = 0, "
+             "2 heads, seed 0) {c0_lo}–{c0_hi} for all three")),
     (THEORY, "5.2 conservativeness", D.tightness_5_2, passage("it reaches about {median} of the exact boundary")),
     (THEORY, "5.3 tightness and control", D.onset_5_3,
      passage("onset/g* = {og_lo}–{og_hi} (the real stack's onset within {real} % of the linear model's), g⁺/onset = "
