@@ -4,7 +4,7 @@ An architecture's capabilities are ``CAPABILITIES`` in its class body (``numeric
 claim's needs are ``needs=`` on its ``@on_stack`` registration.  A throwaway architecture defined in this file,
 and nowhere else, gets every claim's answer: n/a, in the one format "n/a: <arch> has no <need> (<meaning>)", exactly
 for the claims that need a capability it lacks, and applicable everywhere else, with no claim module edited.  No
-claim module compares ``.arch`` with anything (an AST scan, with a planted comparison as its control).
+claim module compares ``.arch`` or ``arch`` with anything (an AST scan, with planted comparisons as its control).
 """
 
 from __future__ import annotations
@@ -105,12 +105,14 @@ def test_unknown_names_are_refused(throwaway, monkeypatch):
 
 
 def arch_comparisons(source: str, filename: str = "<claim>") -> list[str]:
-    """'file:line' of every comparison with an ``.arch`` attribute on either side (==, !=, in, not in)."""
+    """'file:line' of every comparison with an ``.arch`` attribute or a name ``arch`` on either side (==, !=, in,
+    not in): a claim's ``specs(arch, ctx)`` and its evaluation both ask for capabilities instead."""
     out = []
     for node in ast.walk(ast.parse(source, filename=filename)):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            if any(isinstance(s, ast.Attribute) and s.attr == "arch" for s in sides):
+            if any(isinstance(s, ast.Attribute) and s.attr == "arch" or isinstance(s, ast.Name) and s.id == "arch"
+                   for s in sides):
                 out.append(f"{filename}:{node.lineno}")
     return out
 
@@ -123,7 +125,7 @@ def test_no_claim_module_tests_the_architecture_name():
 
 
 @pytest.mark.parametrize("planted", ['if spec.arch == "preln":\n    pass\n', 'x = s.arch in ("postln", "mhc")\n',
-                                     'ok = "relu" != spec.arch\n'])
+                                     'ok = "relu" != spec.arch\n', 'if arch == "preln":\n    pass\n'])
 def test_the_scan_sees_a_planted_arch_test(planted):
     """Negative control: each form of the comparison is reported; asking for a capability is not."""
     assert arch_comparisons(planted) == ["<claim>:1"]

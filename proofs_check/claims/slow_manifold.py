@@ -253,7 +253,7 @@ RATIO_TOL = 8 * 2.0**-52
 
 def _cost_specs(arch: str, ctx) -> list[StackSpec]:
     """preln: the ledger's (T, P, d, heads); other architectures: the matrix's T = 16, P = 4, d = 8."""
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         configs = [(64, 4, 16, 2), (256, 16, 32, 4), (128, 8, 8, 1), (512, 64, 16, 2)]
         if not ctx.quick:
             configs += [(1024, 32, 64, 8), (96, 3, 12, 3), (2048, 128, 32, 4)]

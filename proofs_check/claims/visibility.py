@@ -50,7 +50,7 @@ def _homogeneous_na(spec) -> str | None:
 
 # ============================================================================ Claim 4.1
 def specs_4_1(arch, ctx):
-    if arch != "preln":
+    if not has(arch, "paper_stack"):
         return [matrix_spec(arch, ctx, kernel="full")]
     seeds = [0] if ctx.quick else [0, 1, 2]
     return [StackSpec(T=8, d=4, layers=3, heads=2, kernel=k, P=4, seed=s, knobs={"value_scale": 1.0})
@@ -236,9 +236,9 @@ def check_4_1(ctx) -> ClaimResult:
 
 # ============================================================================ Claim 4.2
 def specs_4_2(arch, ctx):
-    if arch == "compressed":
+    if has(arch, "compressed_branch"):
         return [matrix_spec(arch, ctx, compress_gate=None)]
-    if arch != "preln":
+    if not has(arch, "paper_stack"):
         return [matrix_spec(arch, ctx, P=2)]
     seeds = [0] if ctx.quick else [0, 1, 2]
     return [StackSpec(T=8, d=8, layers=3, heads=2, kernel=k, P=4, seed=s,

@@ -29,7 +29,7 @@ from theory import coarse_graining as th
 
 # ============================================================================ Claim 3.2
 def specs_3_2(arch, ctx):
-    if arch != "preln":
+    if not has(arch, "paper_stack"):
         return [matrix_spec(arch, ctx, kernel=k, knobs={"block_size": 2, "value_scale": 20.0})
                 for k in ("block", "causal")]
     seeds = [0] if ctx.quick else [0, 1, 2]

@@ -33,7 +33,7 @@ PAPER_R = {0: (0.94, 0.93, 0.93), 5: (0.35, 0.24, 0.16), 20: (0.25, 0.15, 0.08)}
 
 # ============================================================================ Claim 3.1
 def specs_3_1(arch, ctx):
-    if arch != "preln":
+    if not has(arch, "paper_stack"):
         return [matrix_spec(arch, ctx, layers=4, knobs={"value_scale": 20.0})]
     seeds = [0] if ctx.quick else [0, 1, 2]
     grid = [StackSpec(T=6, d=16, layers=16, heads=2, kernel=k, seed=s, knobs={"value_scale": float(c)})

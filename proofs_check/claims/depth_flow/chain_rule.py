@@ -25,7 +25,7 @@ CASES_1_2 = [(6, 8, 4, 2, "causal", 0), (5, 4, 3, 1, "full", 1), (8, 8, 8, 2, "b
 
 
 def _chain_specs(arch, ctx):
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         cases = CASES_1_2[:2] if ctx.quick else CASES_1_2
         return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=ctx.seed + seed,
                           knobs={"block_size": 2} if k == "block" else {}) for T, d, L, H, k, seed in cases]

@@ -26,7 +26,7 @@ IID_BAND = (0.8, 1.25)  # i.i.d. control: measured / predicted drift (4-seed sam
 
 # ----------------------------------------------------------------------------- 1.1
 def _euler_specs(arch, ctx):
-    if arch == "preln":  # the ledger's stack: depths 8 .. layers, doubling
+    if has(arch, "paper_stack"):  # the ledger's stack: depths 8 .. layers, doubling
         return [StackSpec(T=6, d=8, layers=64 if ctx.quick else 128, heads=2, kernel="causal", seed=0,
                           knobs={"weight_path": "smooth"})]
     # past the pre-asymptotic range of T = 4, d = 4 stacks (L < 64 is not); quick: a two-point slope

@@ -111,9 +111,9 @@ def violation_deltas(kind, spec: StackSpec, points: int):
 
 
 def _violation_specs(arch, ctx):
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         return [VIOLATION_SPEC]
-    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    kw = {"arch_options": {"compress_gate": 0.0}} if has(arch, "compressed_branch") else {}
     return [matrix_spec(arch, ctx, **kw)]
 
 

@@ -97,7 +97,7 @@ def paper_layer_errors(seed: int = 0) -> dict[str, float]:
 
 
 def _factorisation_specs(arch, ctx):
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         return [StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=ctx.seed + i,
                           knobs={"value_scale": 1.0, "decay": 0.5 * (i % 2), **kw})
                 for i, (T, d, L, H, k, kw) in enumerate((CASES_2_1 if not ctx.quick else CASES_2_1[:3])

@@ -59,10 +59,10 @@ EIGEN_BAND = (0.5, 2.0)  # measured / first-order prediction: the similarity's o
 
 
 def _polynomial_specs(arch, ctx):
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         return [StackSpec(T=T, d=16, layers=8, heads=2, kernel="causal", seed=ctx.seed)
                 for T in ([16, 64] if ctx.quick else [16, 64, 256])]
-    kw = {"arch_options": {"compress_gate": 0.0}} if arch == "compressed" else {}
+    kw = {"arch_options": {"compress_gate": 0.0}} if has(arch, "compressed_branch") else {}
     return [matrix_spec(arch, ctx, T=6, layers=2, **kw)]  # hrm: one cycle, as before
 
 

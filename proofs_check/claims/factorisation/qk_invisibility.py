@@ -25,7 +25,7 @@ from theory import factorisation_proofs as th
 
 
 def _qk_specs(arch, ctx):
-    if arch == "preln":  # the paper's block, and GPT-2's (h = 1, gelu_new, the query bias b_Q among the tangents)
+    if has(arch, "paper_stack"):  # the paper's block, and GPT-2's (h = 1, gelu_new, the query bias b_Q among the tangents)
         base = StackSpec(T=4, d=4, layers=2, heads=2, kernel="causal", seed=ctx.seed)
         return [base, base.with_(knobs={"step": 1.0, "activation": "gelu_new", "attn_bias": True})]
     return [matrix_spec(arch, ctx)]

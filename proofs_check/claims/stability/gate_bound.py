@@ -88,7 +88,7 @@ def _finite_or_none(x):
 def _specs_5_1(arch: str, ctx) -> list[StackSpec]:
     """preln: the contractive hierarchical stacks of the ledger; other architectures: the matrix's
     small stacks (T = 4, d = 4, 3 steps, P = 2) with decay α = 6."""
-    if arch == "preln":
+    if has(arch, "paper_stack"):
         T, d, layers = (8, 8, 6) if ctx.quick else (16, 16, 12)
         cases = [(1, "full"), (2, "causal"), (3, "block")][: 2 if ctx.quick else 3]
         return [StackSpec(T=T, d=d, layers=layers, heads=2, kernel=kernel, P=4, seed=seed, knobs=CONTRACTIVE)
