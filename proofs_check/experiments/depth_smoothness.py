@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from numerics.fitting import loglog_fit
+from numerics.spec import StackSpec
 
 #: parameter groups: name -> function of a layer returning the tensor (products are head-invariant)
 GROUPS = {

@@ -4,6 +4,7 @@ order in η, the distance of real trajectories from the coarse manifold, and the
 from __future__ import annotations
 
 from numerics import depth_slow_manifold as nds
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.report.figures import figure, save
