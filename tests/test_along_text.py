@@ -22,6 +22,7 @@ from numerics import held_out
 from numerics import matrix_free as mf
 from numerics import visited as VI
 from numerics.loss_visibility import readout
+from numerics.spec import StackSpec
 from numerics.stack import random_xbar
 from proofs_check.claims import along_text
 

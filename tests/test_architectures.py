@@ -12,8 +12,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from numerics.architectures import ARCHS, build, hilbert_diameter, sinkhorn, sinkhorn_tolerance
+from numerics.architectures import ARCHS, hilbert_diameter, sinkhorn, sinkhorn_tolerance
 from numerics.generated import architectures as gen
+from numerics.spec import StackSpec
 
 F64 = torch.float64
 T, D, HEADS, P = 4, 4, 2, 2
@@ -126,8 +127,8 @@ def make(arch, seed, **kw):
     opts = kw.pop("arch_options", None)
     if arch == "looped" and opts is None:
         opts = {"injection": True}
-    return build(arch, T=T, d=D, layers=3, heads=HEADS, kernel="causal", seed=seed, arch_options=opts,
-                 **extra, **kw)
+    return StackSpec.of(arch=arch, T=T, d=D, layers=3, heads=HEADS, kernel="causal", seed=seed, arch_options=opts,
+                        **extra, **kw).build_arch()
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -253,9 +254,9 @@ def test_sinkhorn_rate_is_not_slack_by_more_than_the_spectral_gap():
 def test_mhc_composite_gain_bounded_vs_unconstrained():
     """Doubly stochastic H has ‖H‖₂ ≤ 1, so the composite gain stays ≤ 1 (+ Sinkhorn tolerance);
     unconstrained mixing I + M/√n (the control) grows with depth."""
-    kw = dict(T=T, d=D, layers=32, heads=HEADS, kernel="causal", seed=2)
-    ds = build("mhc", arch_options={"sinkhorn_iters": 30}, **kw)
-    free = build("mhc", arch_options={"mixing": "unconstrained"}, **kw)
+    spec = StackSpec(arch="mhc", T=T, d=D, layers=32, heads=HEADS, kernel="causal", seed=2)
+    ds = spec.with_(arch_options={"sinkhorn_iters": 30}).build()
+    free = spec.with_(arch_options={"mixing": "unconstrained"}).build()
     with torch.no_grad():
         g_ds, g_free = ds.composite_gain(), free.composite_gain()
         tol = max(float(sinkhorn_tolerance(torch.exp(m), 30)) for m in ds.mix_logits)

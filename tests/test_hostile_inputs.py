@@ -23,7 +23,6 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from numerics import StackSpec
 from numerics.spec import StackSpec
 from proofs_check.cli import main
 from proofs_check.experiments.simulate import simulate

@@ -6,7 +6,6 @@ import torch
 
 from numerics.spec import StackSpec
 from numerics import matrix_free as mf
-from numerics.architectures import build
 from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, state_jacobian
 
 F64 = torch.float64
@@ -50,7 +49,7 @@ def test_row_by_row_is_autograd_functional_bit_for_bit():
 def test_state_jacobian_of_a_variant_and_layer_product():
     """An architecture variant's state map against forward mode; and the base stack's layer Jacobians
     multiplied in depth order against the whole stack (chain rule), both to rounding γ."""
-    s = build("looped", T=4, d=4, layers=2, heads=2, kernel="causal", seed=0)
+    s = StackSpec(arch="looped", T=4, d=4, layers=2, heads=2, kernel="causal", seed=0).build()
     X = reference_input(s, 1)
     s0 = s.embed(X).detach()
 

@@ -22,6 +22,7 @@ import time
 import pytest
 import torch
 
+from numerics.spec import StackSpec
 from proofs_check.verdicts.registry import CLAIMS, load_checks
 from proofs_check.verdicts.evidence import CheckContext, Derivation, NumericResult
 from proofs_check.runners.ledger import run_claim

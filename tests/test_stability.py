@@ -16,6 +16,7 @@ from mpmath import mp
 
 from numerics import slow_mode_maps as smm
 from numerics import stability as ns
+from numerics.spec import StackSpec
 from theory import stability as th
 from generated_patch import scale_generated
 
