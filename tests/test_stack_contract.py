@@ -1,8 +1,8 @@
 """The contract of ``numerics.stack`` beyond the forward pass (tests/test_stack.py covers that).
 
 * validation: every bad knob raises a ValueError whose *whole* message names the parameter;
-* ``random_stack``: its defaults are ``StackConfig``'s, it forwards every knob (to the
-  config on the pre-LN route, to ``numerics.architectures.build`` on the others), and it
+* ``build(spec)``: a spec's unset knobs are ``StackConfig``'s defaults, every knob reaches the
+  config (on the pre-LN route; the spec itself reaches the variant's builder on the others), and it
   draws every parameter family from the distribution that ``_draw_layer_params`` documents
   (in float64 on the CPU from ``torch.Generator().manual_seed(seed)``, then cast);
 * the smooth weight path θ(t) = Σ_k cos(πkt) Θ_k / (1+k)² and ``weights_at``;
@@ -28,7 +28,8 @@ import torch
 from torch import nn
 
 from numerics import stack as S
-from numerics.stack import StackConfig, random_stack, random_xbar, resolve_device
+from numerics.spec import StackSpec
+from numerics.stack import StackConfig, random_xbar, resolve_device
 
 F64 = torch.float64
 SE = 6.0  # standard errors allowed by every statistical check (see the module docstring)
@@ -64,8 +65,8 @@ BAD = [
     (dict(value_scale=-1.0), "value_scale=-1.0 must be >= 0 (W_VO ≈ c·I + noise, c ≥ 0)"),
     (dict(decay=-0.5), "decay=-0.5 must be >= 0 (X' = (1 - h*decay) X + ...)"),
     (dict(seed=1.5), "seed=1.5 must be an integer"),
-    (dict(dtype=torch.int64), "dtype=torch.int64 must be a floating torch dtype"),
-    (dict(dtype="float32"), "dtype='float32' must be a floating torch dtype"),
+    (dict(dtype=torch.int64), "dtype='int64' is not one of float64, float32"),
+    (dict(dtype="float16"), "dtype='float16' is not one of float64, float32"),
     (dict(arch_options={"k": 2}), "arch_options={'k': 2}: arch='preln' takes no options"),
 ]
 
@@ -102,7 +103,7 @@ NON_DEFAULT = dict(T=8, d=8, layers=3, heads=4, kernel="block", P=4, gate=0.5, s
 
 
 def test_defaults_are_the_config_defaults():
-    """random_stack's keyword defaults are StackConfig's (seed 0, mlp_ratio 4, no value
+    """A spec's unset fields are StackConfig's defaults (seed 0, mlp_ratio 4, no value
     scale, unit weight scale, no decay, unit LN gain, float64 on the CPU)."""
     stack = StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal").build()
     assert stack.config == StackConfig(T=4, d=8, layers=2, heads=2, kernel="causal")
@@ -153,23 +154,20 @@ def test_variants_refuse_the_gpt2_block_fields():
         StackSpec(T=4, d=8, layers=2, heads=2, kernel="causal", arch="postln", knobs={"step": 1.0}).build()
 
 
-def test_other_arch_routes_every_knob_to_build(monkeypatch):
-    """random_stack(arch != 'preln') hands every keyword, dtype, device and arch_options to
-    the builder registered for it (numerics.architectures.build), unchanged."""
-    import numerics.stack as S
+def test_other_arch_hands_the_spec_to_its_builder(monkeypatch):
+    """build(spec) with arch != 'preln' hands the spec itself (every knob, its dtype, device and
+    arch_options) to the builder registered for the arch (numerics.architectures.base.build)."""
+    seen = []
 
-    seen = {}
-
-    def spy(*args, **kwargs):
-        seen["args"], seen["kwargs"] = args, kwargs
+    def spy(spec):
+        seen.append(spec)
         return "built"
 
     monkeypatch.setitem(S.VARIANTS, "looped", spy)
-    options = {"loops": 5}
-    out = StackSpec.of(arch="looped", arch_options=options, dtype="float32", device="cpu", **NON_DEFAULT).build()
-    assert out == "built"
-    assert seen["args"] == ("looped",)
-    assert seen["kwargs"] == NON_DEFAULT | dict(arch_options=options, dtype=torch.float32, device="cpu")
+    spec = StackSpec.of(arch="looped", arch_options={"loops": 5}, dtype="float32", device="cpu", **NON_DEFAULT)
+    assert spec.build() == "built"
+    assert seen == [spec]
+    assert spec.flat() == NON_DEFAULT | {"arch": "looped"} | BLOCK_DEFAULTS
 
 
 @pytest.mark.parametrize("arch,options", [("postln", None), ("looped", {"loops": 5}), ("hrm", {"k": 3})])
@@ -525,31 +523,6 @@ def _simulate_parser():
     return sub.choices["simulate"].populate()   # simulate's knob options are added when it is used
 
 
-def test_every_place_that_names_the_knobs_reads_them_from_stack_knobs():
-    """StackKnobs is the one declaration: random_stack's keyword parameters, StackConfig's fields,
-    the simulate options, the sweep's axes, the Parquet columns and their types are derived from it
-    (or equal to it, for a signature)."""
-    import inspect
-
-    import pyarrow as pa
-
-    from numerics.params import KNOBS, StackKnobs, knob_flag, knob_kinds
-    from proofs_check.sweep import spec as sweep_spec
-    from proofs_check.sweep import store
-
-    assert set(KNOBS) == set(StackKnobs.model_fields)
-    params = inspect.signature(S.random_stack).parameters
-    sizes = {"T", "d", "layers", "heads", "kernel", "P", "seed", "dtype", "device", "arch", "arch_options"}
-    assert set(params) - sizes == set(KNOBS)
-    assert {k: params[k].default for k in KNOBS} == {k: f.default for k, f in StackKnobs.model_fields.items()}
-    assert {f.name for f in dataclasses.fields(S.StackConfig)} - sizes == set(KNOBS)
-    flags = {s for a in _simulate_parser()._actions for s in a.option_strings}
-    assert {knob_flag(k) for k in KNOBS} <= flags
-    assert set(sweep_spec.KNOBS) == set(KNOBS) and set(KNOBS) <= set(sweep_spec.AXES)
-    parquet = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
-    assert {k: store.FIXED[k] for k in KNOBS} == {k: parquet[kind] for k, kind in knob_kinds().items()}
-
-
 def test_a_new_knob_gets_its_simulate_option_from_the_declaration():
     """Control: a model with one more knob yields one more option, typed and defaulted from its field."""
     import argparse
@@ -579,7 +552,7 @@ def test_a_sweep_rows_simulate_command_rebuilds_its_knobs():
     import shlex
 
     from numerics.params import KNOBS, StackKnobs
-    from proofs_check.cli.simulate import knobs
+    from proofs_check.cli.simulate import spec_of
     from proofs_check.sweep.summary import simulate_command
 
     row = {"arch": "preln", "T": 8, "P": 4.0, "d": 8, "layers": 2, "heads": 2, "kernel": "causal", "seed": 3,
@@ -588,6 +561,7 @@ def test_a_sweep_rows_simulate_command_rebuilds_its_knobs():
            "block_size": 2.0, "weight_path": "smooth", "mlp_ratio": 2}
     line = simulate_command(row)
     args = _simulate_parser().parse_args(shlex.split(line)[2:])
-    assert knobs(args) == {k: (int(row[k]) if k == "block_size" else row[k]) for k in KNOBS}
-    assert (args.T, args.P, args.seed) == (8, 4, 3)
+    spec = spec_of(args)
+    assert {k: spec.flat()[k] for k in KNOBS} == {k: (int(row[k]) if k == "block_size" else row[k]) for k in KNOBS}
+    assert (spec.T, spec.P, spec.seed) == (8, 4, 3)
     assert simulate_command({**row, "arch": "mhc"}) is None
