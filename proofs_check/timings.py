@@ -54,6 +54,7 @@ class Timing(BaseModel):
 
 
 class TimingLog(BaseModel):
+    """Every timed run, oldest first (a later entry of the same date is the later run)."""
     model_config = ConfigDict(extra="forbid")
     runs: list[Timing] = Field(min_length=1)
 
@@ -99,7 +100,11 @@ def _idle_sentence(runs: list[Timing]) -> str:
 def timing_lines(log: TimingLog) -> list[str]:
     """The README's timing sentences: per command the latest idle run, then the slowest run under load."""
     names = list(dict.fromkeys(r.name for r in log.runs))
-    idle = [max((r for r in log.runs if r.name == n and r.idle), key=lambda r: r.date, default=None) for n in names]
+    latest = {}
+    for r in log.runs:                        # the log is in run order: a later entry of a date is the later run
+        if r.idle and (r.name not in latest or r.date >= latest[r.name].date):
+            latest[r.name] = r
+    idle = [latest.get(n) for n in names]
     lines = [_idle_sentence([r for r in idle if r is not None])] if any(idle) else []
     for n in names:
         loaded = [r for r in log.runs if r.name == n and not r.idle]

@@ -39,7 +39,8 @@ RULES = (
     ("a claim's or section's number",
      r"(?:Claims?|claims?|§|Sections?)\s*\d+(?:\.\d+)?(?:(?:,\s*|\s+and\s+|\s*–\s*|\s*…\s*|\s+or\s+|\s*/\s*)"
      r"(?:§\s*)?\d+(?:\.\d+)?)*"),
-    ("a claim's number used as its name ('7.3's interval')", r"(?<![\d.])\d\.\d(?=(?:'s|’s))"),
+    ("a claim's number used as its name ('7.3's interval', '7.3 on text')",
+     r"(?<![\d.])\d\.\d(?=(?:'s|’s| on text))"),
     ("a setting the run was given (sizes, seeds, the value scale c, tolerances τ, option values)",
      rf"(?<![\w/*])(?:T|d|L|P|n|c|m|k|α|τ|η|h|d_k|seed|seeds|--\w[\w-]*)\s*(?:=|∈|≥|≤)?\s*[\[(]?{_RANGE}[\])]?"),
     ("a size the run was given", r"\d[\d.,]*\s*k?[ -](?:layers?|heads?|seeds?|bytes|steps|tokens|workers|examples"
@@ -53,7 +54,8 @@ RULES = (
      r"(?<![\d.,])[−-]?[01](?![\d.,]\d|\d)"),
     ("a depth or size the run was given", r"(?:at depths?|L = |over)\s*" + _RANGE),
     ("a software or command-line constant (Python ≥ 3.11, AVX-512, exit status 2)",
-     r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits with) (?:status |code )?\d(?:,? \d)*(?: or \d)?"),
+     r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits)(?: with)? (?:status |code )?\d(?:,? \d)*(?: or \d)?"),
+    ("an example input a refusal is shown on", r"\(1e-50 in float32|a 4-task\b"),
     ("a check's tolerance constant, as its code states it", r"below 64·eps|clock to 10·L·\(d\+1\)"),
     ("a perturbation or gate the check applies (its size is chosen, not measured)",
      r"1x̄ᵀ \+ 0\.1 Z|relative\s+spread 0\.3 and 1|at g = 1\.1 g\*|\(1 \+ 10⁻⁶, 2, 4\)|e\^\{−3\}"),

@@ -205,3 +205,30 @@ def rule_8_1() -> dict:
     from proofs_check.experiments import depth_study_rule as R
 
     return {"euler": R.EULER_STEP, "euler_r": R.EULER_ROUGH, "step": R.NOT_EULER_STEP, "rough": R.NOT_EULER_ROUGH}
+
+
+def refusals() -> dict:
+    """docs/reliability.md: what Python reads for Arabic-Indic digits, the knob limits √(largest finite value)
+    of float64 and float32 (mathematical constants of the formats), the memory estimates the refusals print
+    (the estimators rerun here), and the code's constants (input size cap, sweep worker bytes, manifest
+    version)."""
+    import numpy as np
+
+    from numerics import memory as M
+    from numerics.checkpoint import VERSION
+    from numerics.io import MAX_INPUT_BYTES
+    from proofs_check.experiments.train import TextConfig, training_estimate
+    from proofs_check.sweep.run import WORKER_BYTES
+
+    train = TextConfig(arch="preln", d=32, layers=2, heads=4, T=16, batch=20000)
+    return {"arabic": int("٦٤"), "big64": math.sqrt(np.finfo(np.float64).max), "big32": math.sqrt(float(np.finfo(np.float32).max)),
+            "simulate": M.run_bytes(1_000_000, 64, 12, 4, 8) / 2**50, "rlimit": M.run_bytes(16384, 8, 1, 1, None) / 2**30,
+            "train": training_estimate(train) / 1e9, "worker": WORKER_BYTES / 2**20, "cap": MAX_INPUT_BYTES / 2**20,
+            "version": VERSION}
+
+
+def hypothesis_profiles() -> dict:
+    """docs/testing.md: the examples per property of the profiles tests/conftest.py registers."""
+    from hypothesis import settings
+
+    return {"ci": settings.get_profile("ci").max_examples, "thorough": settings.get_profile("thorough").max_examples}

@@ -116,6 +116,23 @@ QUOTES += [
      passage("supported if both are ≤ {euler} and refuted if the step's is ≥ {step} or the roughness's ≥ {rough}")),
 ]
 
+REL = "docs/reliability.md"
+QUOTES += [
+    (REL, "refusals", D.refusals,
+     passage("Python's `int()` would read {arabic})") + r"[\s\S]*?"
+     + passage("√(largest finite value) ({big64} in float64, {big32} in float32)") + r"[\s\S]*?"
+     + passage("`simulate --T 1000000`: {simulate} PiB estimated") + r"[\s\S]*?"
+     + passage("names its {rlimit} GiB and `RLIMIT_AS`") + r"[\s\S]*?"
+     + passage("where the estimate is now {train} GB)") + r"[\s\S]*?" + passage("local workers ({worker} MiB each")
+     + r"[\s\S]*?" + passage("size cap ({cap} MiB") + r"[\s\S]*?" + passage("manifest version {version})")),
+]
+
+QUOTES += [
+    ("docs/testing.md", "Hypothesis profiles", D.hypothesis_profiles,
+     passage("Hypothesis profile `ci`: {ci} derandomised examples per property") + r"[\s\S]*?"
+     + passage("`thorough` is the same with {thorough} examples")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""

@@ -29,7 +29,9 @@ def test_the_log_validates_and_the_readme_quotes_it():
     log = T.load_log()
     section = _section(README.read_text(), "timings")
     assert section.strip() == T.timing_section()
-    for run in log.runs:
+    quoted = [r for r in log.runs if r.commit and r.commit in section]
+    assert {r.name for r in quoted} == {r.name for r in log.runs if r.idle}
+    for run in quoted:
         assert T.duration(run.wall_s) in section
     assert H.main(["--check", str(README)]) == 0
 
@@ -53,11 +55,29 @@ def test_control_a_hand_edited_time_is_stale(tmp_path):
 
 def test_control_a_changed_log_entry_is_stale(tmp_path, monkeypatch):
     data = json.loads(T.TIMINGS.read_text())
-    data["runs"][0]["wall_s"] += 60
+    quoted = _section(README.read_text(), "timings")
+    run = next(r for r in data["runs"] if r["idle"] and r["commit"] in quoted)
+    run["wall_s"] += 60
     path = tmp_path / "timings.json"
     path.write_text(json.dumps(data))
     monkeypatch.setattr(T, "TIMINGS", path)
     assert H.main(["--check", str(README)]) == 1
+
+
+def test_the_readme_quotes_the_latest_idle_run_and_the_slowest_loaded_one(tmp_path, monkeypatch):
+    """A later idle run of the same date replaces the quoted one; a faster loaded run does not replace the
+    slowest; an earlier idle run is not quoted."""
+    data = json.loads(T.TIMINGS.read_text())
+    tests = [r for r in data["runs"] if r["name"] == "the tests" and r["idle"]]
+    newer = {**tests[-1], "wall_s": 700, "commit": "abcdef1"}
+    older = {**tests[-1], "wall_s": 10, "commit": "1234567", "date": "2026-12-01"}
+    loaded = {**[r for r in data["runs"] if not r["idle"]][0], "wall_s": 60}
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps({"runs": data["runs"] + [newer, older, loaded]}))
+    monkeypatch.setattr(T, "TIMINGS", path)
+    text = T.timing_section()
+    assert "**11 min 40 s**" in text and "abcdef1" in text and "**12 min 3 s**" not in text
+    assert "1234567" not in text and "up to 50 min" in text
 
 
 @pytest.mark.parametrize("change, field", [
