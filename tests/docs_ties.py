@@ -232,3 +232,61 @@ def hypothesis_profiles() -> dict:
     from hypothesis import settings
 
     return {"ci": settings.get_profile("ci").max_examples, "thorough": settings.get_profile("thorough").max_examples}
+
+
+def reach_small() -> dict:
+    """docs/reach.md's measured section: docs/reach/reach-small.json (the toy stacks), reach-ci.json and
+    gpt2-small.json (the matrix-free presets)."""
+    rec = _record("docs/reach/reach-small.json")
+    st = {s["stack"]: s for s in rec["stacks"]}
+    rnd, trn = st["random (initialisation)"], st["trained"]
+
+    def at_text(s):
+        return next(c for c in s["curve"] if c["s"] == s["text_spread"])
+
+    out = {f"slope{i}": c["fitted_slope"] for i, c in enumerate(trn["checks"])}
+    out["tol"] = max(c["slope_tolerance"] for c in trn["checks"])
+    out["c1"], out["c1p"] = trn["checks"][0]["coefficient"], trn["checks"][0]["predicted_coefficient"]
+    ref = trn["weights_at_reference"]["checks"]
+    out["ref_inv"], out["ref_vis"] = ref[0]["fitted_slope"], ref[1]["fitted_slope"]
+    cg = rec["coarse_graining"]["kernels"]
+    out["cg_full"], out["cg_block"] = cg["full"]["check"]["fitted_slope"], cg["block"]["check"]["fitted_slope"]
+    out.update(s0=trn["text_spread"], w_lo=min(trn["text_spreads"]), w_hi=max(trn["text_spreads"]), s0_rnd=rnd["text_spread"])
+    for name, s in (("r", rnd), ("t", trn)):
+        c = at_text(s)
+        out.update({f"{name}_whole": 100 * c["factorised_error"], f"{name}_mean": 100 * s["text_error_mean"],
+                    f"{name}_max": 100 * s["text_error_max"], f"{name}_last": 100 * s["layers"][-2]["tail_error_mean"],
+                    f"{name}_last_s": s["layers"][-2]["spread_mean"], f"{name}_qk": 100 * c["qk_output_share"],
+                    f"{name}_qkj": 100 * c["qk_jacobian_share"], f"{name}_inv": 100 * c["invisible_weight_share"]})
+    out.update({f"sp{i}": lay["spread_mean"] for i, lay in enumerate(trn["layers"])})
+    rs = [lay["spread_mean"] for lay in rnd["layers"]]
+    out.update(rs_lo=min(rs), rs_hi=max(rs), inv=100 * at_text(trn)["invisible_weight_share"])
+    cg_text = [next(c for c in cg[k]["curve"] if c["s"] == rec["coarse_graining"]["text_spread"])["residual"]
+               for k in ("full", "block")]
+    out.update(cg_s=rec["coarse_graining"]["text_spread"], cg_lo=100 * min(cg_text), cg_hi=100 * max(cg_text))
+    ctl = trn["control"]
+    out.update(shift=100 * ctl["shift"], floor=ctl["predicted_floor"], ctl_slope=ctl["fitted_slope"])
+    lv = rec["loss_visibility"]
+    out.update(lv_slope=lv["check"]["fitted_slope"], lv_c=lv["check"]["coefficient"],
+               lv_cp=lv["check"]["predicted_coefficient"],
+               lv_text=100 * next(c for c in lv["curve"] if c["s"] == lv["text_spread"])["prediction_error"])
+    ci = _record("docs/reach/reach-ci.json")
+    out.update(ci_slope=ci["fitted_slope"], ci_c=ci["measured_coefficient"], ci_cp=ci["predicted_coefficient"],
+               ci_05=100 * next(c for c in ci["curve"] if c["s"] == 0.5)["error"],
+               ci_09=100 * next(c for c in ci["curve"] if c["s"] == 0.9)["error"], ci_sec=ci["seconds"])
+    return out
+
+
+def reach_gpt2_small() -> dict:
+    """docs/reach.md's GPT-2-small table: docs/reach/gpt2-small.json."""
+    g = _record("docs/reach/gpt2-small.json")
+    at = {c["s"]: c for c in g["curve"]}
+    text = at[g["text_spread"]]
+    return {"c1": g["expansion"]["coefficient"], "kbar": g["expansion"]["kappa_bar"], "tps": g["expansion"]["t_per_s"],
+            "w_lo": g["window"][0], "w_hi": g["window"][1], "id": ("≲", g["identity_at_reference"]),
+            "id_tol": g["identity_tolerance"], "slope": g["fitted_slope"], "slope_tol": g["check"]["slope_tolerance"],
+            "coef": g["measured_coefficient"], "coefp": g["predicted_coefficient"],
+            "rel": abs(g["measured_coefficient"] / g["predicted_coefficient"] - 1),
+            "coef_tol": g["check"]["coefficient_tolerance"], "e01": 100 * at[0.1]["error"],
+            "e01p": 100 * at[0.1]["first_order"], "s_text": g["text_spread"], "e_text": 100 * text["error"],
+            "e_text1": 100 * text["first_order"], "e_text2": 100 * text["next_order"]}

@@ -133,6 +133,37 @@ QUOTES += [
      + passage("`thorough` is the same with {thorough} examples")),
 ]
 
+REACH = "docs/reach.md"
+QUOTES += [
+    (REACH, "reach on the toy stacks", D.reach_small,
+     passage("(trained stack: slopes {slope0}, {slope1}, {slope2}, {slope3}, tolerance ≈ {tol}; coefficients to 5 "
+             "digits, e.g. c₁ = {c1} measured against {c1p} predicted for 2.1/2.3); 4.1 at the reference: slopes "
+             "{ref_inv} and {ref_vis}; 3.2(a): slopes {cg_full} (full) and {cg_block} (block).")
+     + r"[\s\S]*?" + passage("s₀ = {s0} under the trained stack's embedding (windows {w_lo}–{w_hi}) and {s0_rnd} under "
+                              "the random one's.")
+     + r"[\s\S]*?" + passage("| random (initialisation) | {r_whole} % (mean over windows {r_mean} %, max {r_max} %) | "
+                              "{r_last} % (s = {r_last_s}) | {r_qk} % | {r_qkj} % | {r_inv} % |")
+     + r"\s*" + passage("| trained | {t_whole} % (mean over windows {t_mean} %, max {t_max} %) | {t_last} % (s = "
+                        "{t_last_s}) | {t_qk} % | {t_qkj} % | {t_inv} % |")
+     + r"[\s\S]*?" + passage("({sp0} → {sp1} → {sp2} → {sp3} on text; the random stack stays at {rs_lo}–{rs_hi})")
+     + r"[\s\S]*?" + passage("stays nearly invisible ({inv} %). 3.2(a)'s identity (full and block kernels, random "
+                              "weights) is off by {cg_lo}–{cg_hi} % at s = {cg_s}. Control: the factorised form built at "
+                              "a reference moved by {shift} % levels at the floor predicted from two factorised forms "
+                              "({floor} on the trained stack) with slope {ctl_slope}, not 1;")
+     + r"[\s\S]*?" + passage("depart at order 1 (slope {lv_slope}, c₁ {lv_c} against {lv_cp} predicted) and are off by "
+                              "{lv_text} % at the text spread;")
+     + r"[\s\S]*?" + passage("`docs/reach/reach-ci.json`, {ci_sec} s): slope {ci_slope}, c₁ {ci_c} measured against "
+                              "{ci_cp} predicted, e = {ci_05} % at s = 0.5 and {ci_09} % at s = 0.9")),
+    (REACH, "reach on GPT-2 small", D.reach_gpt2_small,
+     passage("gives c₁ = {c1} and κ̄ = {kbar} (t/s = {tps}).") + r"[\s\S]*?"
+     + passage("keeps κ̄t = 0.01: s = {w_lo} and {w_hi}.") + r"[\s\S]*?"
+     + passage("| J_fact V against jvp at s = 0 | {id} | 0 | {id_tol} (γκ) |") + r"\s*"
+     + passage("| slope of e(s) on the window | {slope} | 1 | ± {slope_tol} (κ̄t(s_max) + s_max² + rounding) |") + r"\s*"
+     + passage("| coefficient e(s_min)/s_min | {coef} | {coefp} (rel. diff. {rel}) | ± {coef_tol} (κ̄t(s_min) + γ/e) |")
+     + r"\s*" + passage("| e(0.1) | {e01} % | {e01p} % (c₁s) | — |") + r"\s*"
+     + passage("| e({s_text}), the text spread | {e_text} % | {e_text1} % (c₁s); {e_text2} % to second order | — |")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
