@@ -76,3 +76,36 @@ def margin_text(r: dict) -> str:
     return (f"μ ≤ μ⁺ = {r['mu_upper']:.3f} on the trained byte GPT-2 (L = {r['layers']}, d = {r['d']}, h = {r['h']:g}; "
             f"‖G_ℓ‖ = {', '.join(f'{a:.2f}' for a in r['norms'])}; the mean direction 1_d keeps gain "
             f"{r['predicted_mean_gain']:g} on every layer, so μ ≤ 0 for any undamped pre-LN weights)")
+
+
+#: GPT-2's block: depth step h = 1, gelu_new, attention biases; with i.i.d. initialisation (no identity in W_VO)
+GPT2_BLOCK = {"step": 1.0, "activation": "gelu_new", "attn_bias": True}
+
+
+def gpt2_block_specs(ctx, **fields):
+    """Causal pre-LN stacks with GPT-2's block and i.i.d. weights (value_scale 0), one seed in quick mode, three
+    else; ``fields`` set the sizes (and P, knobs merged over GPT-2's)."""
+    from numerics.spec import StackSpec
+
+    knobs = {"value_scale": 0.0, **GPT2_BLOCK, **fields.pop("knobs", {})}
+    seeds = [0] if ctx.quick else [0, 1, 2]
+    return [StackSpec(kernel="causal", heads=2, seed=s, knobs=knobs, **fields) for s in seeds]
+
+
+def gate_visibility_measurement(at_h1: list[dict], at_suite_h: list[dict], floor: float) -> dict:
+    """4.2 in the paper's setting: min over tokens t ≥ P of max_ℓ |∂ℓ_t/∂g_ℓ| at g = 0 on causal stacks with
+    GPT-2's block (h = 1), autograd against the factorised prediction; the suite's h = 1/L beside it.  Visible
+    (holds) when every later token's loss moves above ``floor`` and block 0's does not move."""
+    from proofs_check.verdicts.standing import PAPER_SETTING, measurement
+
+    low, off = min(r["later_min"] for r in at_h1), min((r["later_min"] for r in at_suite_h), default=None)
+    mismatch = max(r["mismatch"] for r in at_h1)
+    visible = all(r["later_min"] > floor and r["error"] <= 1.0 for r in at_h1)   # error: block 0 moved, or routes differ
+    return measurement("min over tokens t ≥ P of max_ℓ |∂ℓ_t/∂g_ℓ| at g = 0, causal stack, GPT-2's block (h = 1); "
+                       "the same at the suite's h = 1/L, off the setting",
+                       {"h1": round(low, 4), "off_setting_h_1_over_L": None if off is None else round(off, 4)},
+                       f"visible: > {floor:g} for every token after block 0, autograd within {mismatch:.1e} of the "
+                       "factorised prediction", "holds" if visible else "fails",
+                       where=f"{PAPER_SETTING}, GPT-2's block (h = 1)",
+                       short=f"per-token loss at GPT-2's h = 1: ∂ℓ_t/∂g ≥ {low:.3f} for every token after block 0 "
+                             f"(exactly 0 in e₁ᵀX_L)" + ("" if off is None else f"; {off:.3f} at h = 1/L"))

@@ -287,15 +287,39 @@ def check_3_1(ctx) -> ClaimResult:
                     "because LN₁ is also scale invariant and kills the radial direction x̄_ℓ − mean(x̄_ℓ)1 up to its ε "
                     f"(measured ≤ predicted on every stack, largest {max(q['radial_error'] for q in quotient):.1e}); "
                     "that direction moves with ℓ, so no fixed quotient removes it (numerics/saturation_quotient.py).")
+    at_h1 = gpt2_block_rows(ctx)
+    errs += [r.pop("error") for r in at_h1]   # the two routes (mode products, autograd) agree at h = 1 too
+    numeric.max_error = max(errs)
+    shown = paper_measurement(table, cases, theory_rho_min, at_h1)
+    table += at_h1
     return ClaimResult(symbolic=steps, numeric=numeric, control=control, notes=notes, finding=finding,
-                       measurement=paper_measurement(table, cases, theory_rho_min))
+                       measurement=shown)
 
 
-def paper_measurement(table: list[dict], cases, theory_rho_min: float) -> dict | None:
-    """3.1 in the paper's setting: the paper's ρ (≥ 1 on every pre-LN stack, proved, so its bound cannot bind)
-    and the rebuilt bound on the causal stacks, beside the stacks where the rebuilt bound is non-vacuous
-    (measured ℓ* against the bound).  Vacuous when the paper's ρ is ≥ 1 and no causal stack has a bound
-    below its depth."""
+def gpt2_block_rows(ctx, specs=None) -> list[dict]:
+    """3.1 in the paper's setting: causal pre-LN stacks with GPT-2's block (h = 1) and i.i.d. weights (or
+    ``specs``), ℓ* by the mode products and by autograd, ρ̃, the paper's ρ and the bound (``evaluate_3_1``)."""
+    from proofs_check.claims.paper_setting import gpt2_block_specs
+
+    rows = []
+    for spec in specs or gpt2_block_specs(ctx, T=6, d=8, layers=16):
+        v = evaluate_3_1(spec, ctx)
+        m, p = v.measured, v.predicted
+        rows.append({"kernel": spec.kernel, "h": spec.knob("step"), "d": spec.d, "L": spec.layers,
+                     "c": spec.knob("value_scale"), "seed": spec.seed,
+                     "ℓ* (mode products)": p["saturation_depth"], "ℓ* (autograd)": m["saturation_depth"],
+                     "bound (generated)": p["saturation_bound"], "ρ̃": round(m["rho_tilde"], 4),
+                     "stated ρ": round(m["theory_rho"], 4), "r_last": [round(r, 3) for r in m["r_last"]],
+                     "status": v.status, "error": v.error})
+    return rows
+
+
+def paper_measurement(table: list[dict], cases, theory_rho_min: float, at_h1: list[dict]) -> dict | None:
+    """3.1 in the paper's setting, GPT-2's block at h = 1 with i.i.d. weights (``at_h1``): the measured ℓ*, the
+    paper's ρ and ρ̃ there; beside it, off the setting, the suite's stacks at h = 1/L: the paper's ρ (≥ 1 on
+    every pre-LN stack, proved, so its bound cannot bind) and the rebuilt bound on the causal stacks, and the
+    stacks where the rebuilt bound is non-vacuous (measured ℓ* against the bound).  Vacuous when no stack at
+    h = 1 has a bound below its depth, the paper's ρ is ≥ 1 and no causal stack at h = 1/L has a bound either."""
     depth = {(spec.kernel, spec.d, spec.knob("value_scale"), spec.seed): spec.layers for spec, _ in cases}
     causal = [r for r in table if r.get("kernel") == "causal" and "bound vacuous" in r]
     if not causal:
@@ -305,14 +329,25 @@ def paper_measurement(table: list[dict], cases, theory_rho_min: float) -> dict |
              "causal_bound_vs_depth": [[r["bound (generated)"], depth[(r["kernel"], r["d"], r["c"], r["seed"])]]
                                        for r in causal],
              "non_vacuous_elsewhere_l_star_vs_bound": useful}
-    vacuous = theory_rho_min >= 1 and all(r["bound vacuous"] for r in causal)
-    return measurement("the paper's ρ (min over the stacks); the rebuilt bound on the causal stacks vs their depth",
+    h1 = {"l_star": [r["ℓ* (autograd)"] for r in at_h1], "rho_tilde": [r["ρ̃"] for r in at_h1],
+          "paper_rho": [r["stated ρ"] for r in at_h1], "bound": [r["bound (generated)"] for r in at_h1],
+          "layers": at_h1[0]["L"] if at_h1 else None}
+    value = {"gpt2_block_h1_iid": h1, "off_setting_h_1_over_L": value}
+    vacuous = (theory_rho_min >= 1 and all(r["bound vacuous"] for r in causal)
+               and all(r["bound (generated)"] is None or r["bound (generated)"] >= r["L"] for r in at_h1))
+    seen = ", ".join(f"none (r stays above τ = {TAU:g})" if x is None else str(x) for x in h1["l_star"])
+    at_one = (f"at GPT-2's h = 1 (i.i.d. causal pre-LN, L = {h1['layers']}): ℓ* = {seen} measured, but ρ ≥ "
+              f"{min(h1['paper_rho']):.1f} and ρ̃ ≥ {min(h1['rho_tilde']):.2f}: "
+              + ("no bound inside the stack; " if all(b is None or b >= h1["layers"] for b in h1["bound"])
+                 else f"bounds {h1['bound']}; ")) if at_h1 else ""
+    return measurement("ℓ*, the paper's ρ and ρ̃ at GPT-2's h = 1; off the setting (h = 1/L) the paper's ρ (min over "
+                       "the stacks) and the rebuilt bound on the causal stacks vs their depth",
                        value, "a bound binds when ρ < 1 and the bound is below the stack's depth",
-                       "vacuous" if vacuous else "holds",
-                       short=f"the paper's ρ ≥ {theory_rho_min:.3f} > 1; the rebuilt bound is non-vacuous only off the "
+                       "vacuous" if vacuous else "holds", where="causal fast kernel, pre-LN, untied, gate 0, GPT-2's block (h = 1)",
+                       short=at_one + f"at h = 1/L the paper's ρ ≥ {theory_rho_min:.3f} > 1; the rebuilt bound is non-vacuous only off the "
                              f"causal kernel, at ℓ* = {min(u[0] for u in useful)}–{max(u[0] for u in useful)} against bounds "
                              f"{min(u[1] for u in useful):g}–{max(u[1] for u in useful):g}" if useful else
-                             f"the paper's ρ ≥ {theory_rho_min:.3f} > 1; no non-vacuous bound")
+                             at_one + f"at h = 1/L the paper's ρ ≥ {theory_rho_min:.3f} > 1; no non-vacuous bound")
 
 
 def _quotient_row(spec) -> dict:
