@@ -290,3 +290,38 @@ def reach_gpt2_small() -> dict:
             "coef_tol": g["check"]["coefficient_tolerance"], "e01": 100 * at[0.1]["error"],
             "e01p": 100 * at[0.1]["first_order"], "s_text": g["text_spread"], "e_text": 100 * text["error"],
             "e_text1": 100 * text["first_order"], "e_text2": 100 * text["next_order"]}
+
+
+def reach_artefacts() -> dict:
+    """docs/reach.md's reconstruction artefacts: the ledger's 1.2, 4.1 and 4.2 tables and reach-small.json's
+    saturation quotient and weight subspaces."""
+    (fd,) = _rows("1.2", kernel="causal")
+    st = {s["stack"]: s for s in _record("docs/reach/reach-small.json")["stacks"]}
+    rq, tq = st["random (initialisation)"]["saturation_quotient"], st["trained"]["saturation_quotient"]
+    w = st["trained"]["weights_at_reference"]
+    moved = [r for r in _claim("4.1")["numeric"]["table"] if "2γκ" in r]
+    off = [abs(r["off 1x̄ᵀ: Δ(J·v) at s_c"] / r["c₁s_c (predicted)"] - 1) for r in moved]
+    (loss,) = [r for r in _claim("4.2")["numeric"]["table"] if "autograd vs factorised (rel.)" in r]
+    (c20,) = _rows("3.1", kernel="causal", d=16, c=20.0, seed=0)
+    return {"fd": fd["fd_error"] / fd["fd_bound"], "fd_slope": fd["fd_slope_h"],
+            "inv": ("≲", max(rq["invariance_error"], tq["invariance_error"])), "rho_t": tq["rho"], "rhob_t": tq["rho_bar"],
+            "rho_r": rq["rho"], "rhob_r": rq["rho_bar"], "rho_c20": c20["stated ρ"], "radial": tq["radial_error"],
+            "radial_bound": tq["radial_bound"], "visible": w["visible_dim"], "N": w["parameters"],
+            "dx": ("≤", max(r["W_Q, W_K moved (ε = 1) at 1x̄ᵀ: ΔX_L (rel.)"] for r in moved)),
+            "djv": ("≤", max(r["Δ(J·v) (rel.)"] for r in moved)), "gk": statistics.fmean(r["2γκ"] for r in moved),
+            "off_lo": min(off), "off_hi": max(off), "smallest": loss["min over t ≥ P of max_ℓ |∂ℓ_t/∂g_ℓ|"],
+            "fact": loss["autograd vs factorised (rel.)"]}
+
+
+def depth_smoothness() -> dict:
+    """docs/reach.md's depth smoothness: docs/trained/depth_smoothness.json; √2 of i.i.d. layers evaluated here."""
+    ds = _record("docs/trained/depth_smoothness.json")
+    groups = ("W_QK", "W_VO", "W1", "W2")
+    smooth = [v for g, v in ds["calibration"]["smooth"]["slope"].items() if not g.startswith("ln")]
+    upd = [ds["runs"][str(L)]["update"][g] for L in ds["depths"] for g in groups]
+    out = {"sm_lo": max(smooth), "sm_hi": min(smooth), "sqrt2": math.sqrt(2), "u_lo": min(upd), "u_hi": max(upd),
+           "us_lo": min(ds["slopes"]["update"][g] for g in groups), "us_hi": max(ds["slopes"]["update"][g] for g in groups)}
+    out.update({f"r_{g}": ds["runs"]["16"]["trained"][g] for g in groups})
+    out.update({f"s_{g}": ds["slopes"]["trained"][g] for g in groups})
+    out.update({f"v{L}": ds["runs"][str(L)]["validation_loss"] for L in ds["depths"]})
+    return out

@@ -164,6 +164,26 @@ QUOTES += [
      + passage("| e({s_text}), the text spread | {e_text} % | {e_text1} % (c₁s); {e_text2} % to second order | — |")),
 ]
 
+QUOTES += [
+    (REACH, "reconstruction artefacts", D.reach_artefacts,
+     passage("optimal h* (error {fd} of the bound), truncation slope {fd_slope} at") + r"[\s\S]*?"
+     + passage("for every λ (to {inv})") + r"[\s\S]*?"
+     + passage("(trained: ρ = {rho_t}, ρ̄ = {rhob_t}; random: {rho_r}, {rhob_r}; c = 20 causal: {rho_c20},")
+     + r"[\s\S]*?" + passage("‖(G_ℓ(λ) − G_ℓ(1))n̂_ℓ‖/‖G_ℓ(1)‖ = {radial}, predicted ≤ {radial_bound})")
+     + r"[\s\S]*?" + passage("has dimension N − {visible} of N = {N};")
+     + r"[\s\S]*?" + passage("change X_L by ≤ {dx} and J·v by ≤ {djv} (relative)") + r"[\s\S]*?"
+     + passage("against the tolerance 2γκ ≈ {gk} (γ") + r"[\s\S]*?"
+     + passage("predicted at 1x̄ᵀ to {off_lo}–{off_hi} (tolerance") + r"[\s\S]*?"
+     + passage("nonzero for every later token (smallest {smallest}), equal to the factorised prediction") + r"[\s\S]*?"
+     + passage("(I + C_ℓ)ᵀ])_t to {fact}.")),
+    (REACH, "depth smoothness", D.depth_smoothness,
+     passage("(the estimator gives slope {sm_lo} to {sm_hi} on `weight_path=\"smooth\"` stacks over L = 2…16); i.i.d. "
+             "layers give √2 = {sqrt2}, slope 0. **Trained weights stay i.i.d.-rough:** at L = 16, W_QK {r_W_QK}, "
+             "W_VO {r_W_VO}, W1 {r_W1}, W2 {r_W2}, depth slopes {s_W_QK}, {s_W_VO}, {s_W1}, {s_W2}; the training updates "
+             "alone are as rough ({u_lo}–{u_hi}, slopes {us_lo} to {us_hi}),") + r"[\s\S]*?"
+     + passage("Validation losses {v2}, {v4}, {v8}, {v16} nats/byte.")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
