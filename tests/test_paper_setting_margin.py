@@ -81,7 +81,8 @@ def test_contractive_stacks_read_a_positive_margin():
 
 @pytest.fixture(scope="module")
 def trained():
-    return ps.load_gpt2()
+    h = ps.load_gpt2()
+    return h.stack, h.X0
 
 
 def test_trained_gpt2_margin_is_negative_and_its_routes_agree(trained):

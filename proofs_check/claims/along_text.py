@@ -177,9 +177,19 @@ def weight_visibility(spec) -> Verdict:
     under the finite perturbation θ ± ε δ (central difference, ε = ``FD_STEP``) against forward mode's
     directional derivative (the independent route: the two agree to O(ε²)).  The share
     ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ is 0 at 1x̄ᵀ (the claim), so its tolerance is rounding."""
+    h = text(spec)
+    shares = loss_qk_shares(h)
+    measured = {"text": _describe(h, h.states()), **shares, "fd_step": FD_STEP,
+                "route": "central finite differences of the per-token loss against forward-mode derivatives"}
+    return _judged("4.1", spec, shares["qk_loss_share"], _rounding(spec, spec.layers), measured, {"qk_loss_share": 0.0},
+                   "W_Q, W_K move the per-token held-out loss, relative to W_V, W_O, by")
+
+
+def loss_qk_shares(h: held_out.HeldOut) -> dict:
+    """‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss on ``h``'s windows by forward mode (``qk_loss_share``) and by
+    central differences (``qk_loss_share_finite_difference``), and the two routes' largest relative gap."""
     from torch.func import functional_call, jvp
 
-    h = text(spec)
     base = VI.plain(h.stack)
     params = {n: p.detach() for n, p in base.named_parameters()}
 
@@ -202,13 +212,9 @@ def weight_visibility(spec) -> Verdict:
         t = R.relative_tangents(base, leaves, seed)
         out[key + "_fd"] = (losses(t, FD_STEP) - losses(t, -FD_STEP)) / (2 * FD_STEP)
         out[key] = derivative(t)
-    share, share_fd = R.pooled_ratio(out["qk"], out["vo"]), R.pooled_ratio(out["qk_fd"], out["vo_fd"])
-    measured = {"text": _describe(h, h.states()), "qk_loss_share": share, "qk_loss_share_finite_difference": share_fd,
-                "finite_difference_vs_jvp": max(R.pooled_ratio(out[k + "_fd"] - out[k], out[k]) for k in ("qk", "vo")),
-                "fd_step": FD_STEP,
-                "route": "central finite differences of the per-token loss against forward-mode derivatives"}
-    return _judged("4.1", spec, share, _rounding(spec, spec.layers), measured, {"qk_loss_share": 0.0},
-                   "W_Q, W_K move the per-token held-out loss, relative to W_V, W_O, by")
+    return {"qk_loss_share": R.pooled_ratio(out["qk"], out["vo"]),
+            "qk_loss_share_finite_difference": R.pooled_ratio(out["qk_fd"], out["vo_fd"]),
+            "finite_difference_vs_jvp": max(R.pooled_ratio(out[k + "_fd"] - out[k], out[k]) for k in ("qk", "vo"))}
 
 
 def saturation(spec) -> Verdict:

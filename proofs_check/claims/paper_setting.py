@@ -31,15 +31,22 @@ def mean_gain_tol(d: int) -> float:
     return 100 * d * torch.finfo(torch.float64).eps
 
 
-def load_gpt2(folder=TRAINED_GPT2):
-    """(float64 stack, X₀ of the held-out windows) of a Hugging Face GPT-2 folder."""
+def load_gpt2(folder=TRAINED_GPT2) -> held_out.HeldOut:
+    """A Hugging Face GPT-2 folder as a float64 stack on the held-out windows, with its own readout."""
     config = hf_gpt2.read_config(folder)
     tensors = hf_gpt2.checked_tensors(hf_gpt2.weights_file(folder), config)
     _, stack = hf_gpt2.build_stack(config, tensors)
     outside = {k: v.to(torch.float64) for k, v in hf_gpt2.outside_tensors(tensors).items()}
     vocab = outside["embedding.wte"].shape[0]
     tokens = held_out.text_tokens(stack.config.T, vocab, held_out.WINDOWS, gpt2=True)
-    return stack, hf_gpt2.embed(outside, tokens)
+    eps = stack.config.ln_eps
+    return held_out.HeldOut(stack, tokens, hf_gpt2.embed(outside, tokens), lambda X: hf_gpt2.readout(outside, X, eps),
+                            vocab, "bytes")
+
+
+@functools.lru_cache(maxsize=1)
+def trained_gpt2() -> held_out.HeldOut:
+    return load_gpt2()
 
 
 def margin_record(stack, X0: torch.Tensor) -> dict:
@@ -62,8 +69,8 @@ def margin_record(stack, X0: torch.Tensor) -> dict:
 @functools.lru_cache(maxsize=1)
 def trained_gpt2_margin() -> dict:
     """:func:`margin_record` on the committed trained byte GPT-2."""
-    stack, X0 = load_gpt2()
-    return margin_record(stack, X0)
+    h = trained_gpt2()
+    return margin_record(h.stack, h.X0)
 
 
 def margin_routes_agree(r: dict) -> bool:
@@ -109,3 +116,52 @@ def gate_visibility_measurement(at_h1: list[dict], at_suite_h: list[dict], floor
                        where=f"{PAPER_SETTING}, GPT-2's block (h = 1)",
                        short=f"per-token loss at GPT-2's h = 1: ∂ℓ_t/∂g ≥ {low:.3f} for every token after block 0 "
                              f"(exactly 0 in e₁ᵀX_L)" + ("" if off is None else f"; {off:.3f} at h = 1/L"))
+
+
+#: central differences at ε = 1e-4 against forward mode: O(ε²) = 1e-8 times the loss's curvature (measured ≈ 1e-7)
+QK_ROUTE_TOL = 1e-5
+
+
+def qk_shares_at(stack, X0: torch.Tensor, seed: int) -> dict:
+    """Claim 4.1's share ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss (``along_text.loss_qk_shares``) of ``stack``
+    on inputs ``X0`` (windows, T, d) with a random readout over 16 tokens and the corpus's tokens as targets."""
+    from numerics.loss_visibility import readout
+    from proofs_check.claims.along_text import loss_qk_shares
+
+    windows, T, d = X0.shape
+    tokens = held_out.text_tokens(T, 16, windows)
+    return loss_qk_shares(held_out.HeldOut(stack, tokens, X0, readout(d, 16, seed + 5), 16, "bytes mod 16"))
+
+
+def qk_visibility_measurement(ctx) -> dict:
+    """4.1 in the paper's setting: the W_Q, W_K share of the per-token loss's change on GPT-2's block (h = 1,
+    i.i.d. weights, causal) at the token-homogeneous reference 1x̄ᵀ, where the claim is stated (0 to rounding for
+    any weights: an identity), beside the same stack on text-like inputs (the corpus's tokens through a random
+    embedding) and the trained byte GPT-2 along its held-out text, where the language model runs."""
+    from numerics import matrix_free as mf
+    from numerics.stack import random_xbar
+    from proofs_check.claims.along_text import loss_qk_shares
+    from proofs_check.verdicts.standing import PAPER_SETTING, measurement
+
+    spec = gpt2_block_specs(ctx, T=8, d=8, layers=3)[0]
+    stack = spec.build()
+    g = torch.Generator().manual_seed(spec.seed + 3)
+    embedding = torch.randn(16, spec.d, generator=g, dtype=torch.float64, device="cpu")  # a seeded host draw
+    at_ref = qk_shares_at(stack, random_xbar(spec.d, spec.seed).expand(2, spec.T, spec.d), spec.seed)
+    on_text = qk_shares_at(stack, embedding[held_out.text_tokens(spec.T, 16, 2)], spec.seed)
+    trained = loss_qk_shares(trained_gpt2())
+    tol = mf.rounding_tolerance(spec.T, spec.d, spec.layers, torch.float64)
+    gap = max(r["finite_difference_vs_jvp"] for r in (on_text, trained))
+    if gap > QK_ROUTE_TOL:
+        raise RuntimeError(f"4.1's loss shares: central differences and forward mode differ by {gap:.2e} > {QK_ROUTE_TOL:g}")
+    value = {"reference_iid_h1": at_ref["qk_loss_share"], "text_inputs_iid_h1": round(on_text["qk_loss_share"], 4),
+             "trained_gpt2_held_out_text": round(trained["qk_loss_share"], 4),
+             "finite_difference_vs_jvp": gap}
+    return measurement("‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss: at 1x̄ᵀ on GPT-2's block (h = 1, i.i.d.); on "
+                       "text-like inputs; on the trained byte GPT-2 along held-out text", value,
+                       f"invisible at the reference: ≤ {tol:.1e} (float64 rounding of the stack)",
+                       "holds" if at_ref["qk_loss_share"] <= tol else "fails",
+                       where=f"{PAPER_SETTING}, GPT-2's block (h = 1); trained: docs/trained/gpt2-bytes",
+                       short=f"W_Q, W_K's share of the loss change {at_ref['qk_loss_share']:.1e} at 1x̄ᵀ (any weights), "
+                             f"{on_text['qk_loss_share']:.2f} on text-like inputs and {trained['qk_loss_share']:.2f} "
+                             "along the trained byte GPT-2's held-out text: invisible only at the reference")

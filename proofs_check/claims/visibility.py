@@ -231,7 +231,10 @@ def check_4_1(ctx) -> ClaimResult:
                f"{max(w['output_change'] for w in weights):.1e} and J·v by {max(w['jv_change'] for w in weights):.1e} "
                "(relative; every score row is constant over its keys at 1x̄ᵀ), and off the reference J·v moves by "
                "the first-order amount c₁s predicted there.")
-    return ClaimResult(symbolic=steps, numeric=numeric, control=control, finding=finding)
+    from proofs_check.claims.paper_setting import qk_visibility_measurement
+
+    return ClaimResult(symbolic=steps, numeric=numeric, control=control, finding=finding,
+                       measurement=qk_visibility_measurement(ctx))
 
 
 # ============================================================================ Claim 4.2

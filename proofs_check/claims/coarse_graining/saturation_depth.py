@@ -305,7 +305,7 @@ def gpt2_block_rows(ctx, specs=None) -> list[dict]:
     for spec in specs or gpt2_block_specs(ctx, T=6, d=8, layers=16):
         v = evaluate_3_1(spec, ctx)
         m, p = v.measured, v.predicted
-        rows.append({"kernel": spec.kernel, "h": spec.knob("step"), "d": spec.d, "L": spec.layers,
+        rows.append({"kernel": spec.kernel, "h": spec.knob("step") or 1 / spec.layers, "d": spec.d, "L": spec.layers,
                      "c": spec.knob("value_scale"), "seed": spec.seed,
                      "ℓ* (mode products)": p["saturation_depth"], "ℓ* (autograd)": m["saturation_depth"],
                      "bound (generated)": p["saturation_bound"], "ρ̃": round(m["rho_tilde"], 4),
