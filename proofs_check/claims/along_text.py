@@ -20,6 +20,9 @@ and a threshold from the claim's own statement (docs/reach.md, "On a checkpoint"
 * **4.2** (the cross-block coupling is visible): ∂ℓ_t/∂g_ℓ of the per-token held-out loss by autograd
   with the checkpoint's own readout, visible when the mean loss's derivative exceeds its rounding floor;
   block 0's tokens, which the shifted slow path never reaches, are the control (0 to rounding).
+* **5.1, 5.3** (the gate bound and the bracket above it): the stability margin μ they need, through its upper
+  bound μ⁺ over the homogeneous modes at the text's token mean, and the mean direction's gain 1 − hα along the
+  visited states (``numerics.trained_margin``); vacuous where μ⁺ ≤ 0.
 
 Where the text misses an exact statement by more than rounding the verdict is *conditional*: the claim
 holds on these weights only at the reference where it is exact, a condition held-out text does not meet,
