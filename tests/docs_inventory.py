@@ -32,6 +32,7 @@ DOCS = ("docs/theory.md", "docs/claims.md", "docs/trained.md", "docs/real_models
         "docs/sweeps.md", "docs/testing.md", "docs/reliability.md", "docs/figures.md", "README.md")
 
 NUMBER = re.compile(r"(?<![\w.·/^_])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?(?!\w)")
+_CLAIM = r"(?<![\d.])(?:1\.[12]|2\.[1-4]|3\.[12]|4\.[12]|5\.[1-3]|6\.[1-4]|7\.[1-3]|8\.1)(?![\d])"
 _ONE = r"[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?"
 _RANGE = rf"{_ONE}(?:\s*(?:…|–|\.\.\.|,|and)\s*{_ONE})*"
 #: Definitional numbers: (reason, pattern); every number inside a match is covered.
@@ -39,6 +40,11 @@ RULES = (
     ("a claim's or section's number",
      r"(?:Claims?|claims?|§|Sections?)\s*\d+(?:\.\d+)?(?:(?:,\s*|\s+and\s+|\s*–\s*|\s*…\s*|\s+or\s+|\s*/\s*)"
      r"(?:§\s*)?\d+(?:\.\d+)?)*"),
+    ("a claim's number in a table's first column, a bold heading or a list of claims",
+     rf"(?m)^\|\s*{_CLAIM}(?:\([ab]\))?(?=\s*[|:/])|\*\*{_CLAIM}|(?<=[(/–,] ){_CLAIM}(?=[,)/–]|\(a\))"
+     rf"|(?<=[(/–,]){_CLAIM}(?=[,)/–]|\(a\))|{_CLAIM}(?=\(a\)|/{_CLAIM})|(?<=/){_CLAIM}"
+     rf"|{_CLAIM}(?:(?:, | and |–| or |, and ){_CLAIM})+|{_CLAIM}(?= \*)|(?<=ledger's ){_CLAIM}|(?<=\n\| ){_CLAIM}(?=, {_CLAIM})"
+     rf"|(?:(?<=for )|(?<=of )){_CLAIM}(?=[:;,.)]| check| table| and)"),
     ("a claim's number used as its name ('7.3's interval', '7.3 on text')",
      r"(?<![\d.])\d\.\d(?=(?:'s|’s| on text))"),
     ("a setting the run was given (sizes, seeds, the value scale c, tolerances τ, option values)",
@@ -46,7 +52,7 @@ RULES = (
     ("a size the run was given", r"\d[\d.,]*\s*k?[ -](?:layers?|heads?|seeds?|bytes|steps|tokens|workers|examples"
                                  r"|cores?|threads?|windows|probes?|directions|families)\b"),
     ("a check's acceptance band, a constant in its code", r"[−-]?\d[\d.]*\s*±\s*\d[\d.]*"),
-    ("an exponent's base (2⁻⁴⁰, 10⁻⁶)", r"\d+[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+"),
+    ("an exponent's base (2⁻⁴⁰, 10⁻⁶) or a root's argument (√2)", r"\d+[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|√\d+"),
     ("a date, version, identifier or citation",
      r"\b20\d\d(?:-\d\d-\d\d)?\b|\b\d+\.\d+\.\d+\b|\b(?:GPT|v|RFC|float|int|bfloat|arXiv|PEP)[- ]?\d[\d.]*"
      r"|\b\d{4}\.\d{5}\b"),
