@@ -71,22 +71,25 @@ def blocks_2_1() -> dict:
     return {"off": ("≲", row["off_block"]), "block": ("≲", row["block_err"])}
 
 
-def pascal_2_3() -> dict:
+def pascal_cond(T: int) -> float:
     """cond₂ of the causal kernel's eigenbasis, the Pascal matrix S_ik = C(i, k) with unit-norm columns, exactly
-    (mpmath at 50 digits: a mathematical constant), and the ledger's float64 measurement of the basis its
-    eigensolver returns at T = 32."""
+    (mpmath at 50 digits: a mathematical constant)."""
     import mpmath
 
-    out = {}
     with mpmath.workdps(50):
-        for T in (4, 8, 16, 32):
-            S = mpmath.matrix([[mpmath.binomial(i, k) for k in range(T)] for i in range(T)])
-            for k in range(T):
-                norm = mpmath.sqrt(sum(S[i, k] ** 2 for i in range(T)))
-                for i in range(T):
-                    S[i, k] /= norm
-            s = mpmath.svd_r(S, compute_uv=False)
-            out[f"c{T}"] = float(max(s) / min(s))
+        S = mpmath.matrix([[mpmath.binomial(i, k) for k in range(T)] for i in range(T)])
+        for k in range(T):
+            norm = mpmath.sqrt(sum(S[i, k] ** 2 for i in range(T)))
+            for i in range(T):
+                S[i, k] /= norm
+        s = mpmath.svd_r(S, compute_uv=False)
+        return float(max(s) / min(s))
+
+
+def pascal_2_3() -> dict:
+    """:func:`pascal_cond` at T = 4 … 32, and the ledger's float64 measurement of the basis its eigensolver
+    returns at T = 32."""
+    out = {f"c{T}": pascal_cond(T) for T in (4, 8, 16, 32)}
     (row,) = [r for r in _claim("2.3")["numeric"]["table"] if r.get("T") == 32 and "cond_S_float64" in r]
     out["f32"] = row["cond_S_float64"]
     return out
@@ -324,4 +327,25 @@ def depth_smoothness() -> dict:
     out.update({f"r_{g}": ds["runs"]["16"]["trained"][g] for g in groups})
     out.update({f"s_{g}": ds["slopes"]["trained"][g] for g in groups})
     out.update({f"v{L}": ds["runs"][str(L)]["validation_loss"] for L in ds["depths"]})
+    return out
+
+
+def trained_stacks() -> dict:
+    """docs/trained.md: the eigenbasis's conditioning (exact), the grid's small trained stack (the checkpoint
+    reach-small.json records), the validation text's unigram entropy (counted here from its bytes), and
+    docs/trained/depth_smoothness.json."""
+    import numpy as np
+
+    from numerics.corpus import ByteCorpus
+
+    counts = np.bincount(ByteCorpus.load().validation.numpy().astype(np.int64), minlength=256)
+    p = counts[counts > 0] / counts.sum()
+    trained = next(s for s in _record("docs/reach/reach-small.json")["stacks"] if s["stack"] == "trained")
+    ds = _record("docs/trained/depth_smoothness.json")
+    groups = ("W_QK", "W_VO", "W1", "W2")
+    out = {"c6": pascal_cond(6), "c16": pascal_cond(16), "small_loss": trained["provenance"]["validation_loss"],
+           "entropy": float(-(p * np.log(p)).sum()),
+           "s_lo": min(ds["slopes"]["trained"][g] for g in groups), "s_hi": max(ds["slopes"]["trained"][g] for g in groups)}
+    out.update({f"r_{g}": ds["runs"]["16"]["trained"][g] for g in groups})
+    out["entropy2"] = out["entropy"]
     return out

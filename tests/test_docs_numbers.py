@@ -184,6 +184,14 @@ QUOTES += [
      + passage("Validation losses {v2}, {v4}, {v8}, {v16} nats/byte.")),
 ]
 
+QUOTES += [
+    ("docs/trained.md", "trained stacks", D.trained_stacks,
+     passage("cond(S) of the causal eigenbasis is {c6} at T = 6 but {c16} at T = 16") + r"[\s\S]*?"
+     + passage("It learns from context: validation loss {small_loss} nats/byte against the unigram entropy {entropy}")
+     + r"[\s\S]*?" + passage("against the validation text's unigram entropy {entropy2}") + r"[\s\S]*?"
+     + passage("(W_QK {r_W_QK}, W_VO {r_W_VO}, W1 {r_W1}, W2 {r_W2} at L = 16; slopes in L between {s_lo} and {s_hi}")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
