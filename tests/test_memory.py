@@ -23,7 +23,7 @@ PROBE = """
 import gc, json, sys
 import psutil, torch
 from numerics.memory import simulate_bytes
-from numerics.stack import random_stack
+from numerics.spec import StackSpec
 
 
 def high_water():
@@ -33,13 +33,13 @@ def high_water():
 
 
 with torch.no_grad():
-    random_stack(8, 8, 1, 2, "causal", P=4)(torch.zeros(1, 8, 8, dtype=torch.float64))
+    StackSpec(T=8, d=8, layers=1, heads=2, kernel="causal", P=4).build()(torch.zeros(1, 8, 8, dtype=torch.float64))
 T, d, L, H, P, B = json.loads(sys.argv[1])
 gc.collect()
 with open("/proc/self/clear_refs", "w") as fh:  # reset the peak RSS to the current RSS
     fh.write("5")
 base = psutil.Process().memory_info().rss
-stack = random_stack(T, d, L, H, "causal", P=P, seed=0)
+stack = StackSpec(T=T, d=d, layers=L, heads=H, kernel="causal", P=P, seed=0).build()
 x = torch.randn(B, T, d, dtype=torch.float64)
 with torch.no_grad():
     stack(x)
@@ -74,6 +74,7 @@ CERTIFICATE_PROBE = """
 import gc, json, sys
 import psutil, torch
 from numerics.memory import run_bytes
+from numerics.spec import StackSpec
 from proofs_check.experiments.simulate import simulate
 
 
@@ -83,13 +84,13 @@ def high_water():
             return int(line.split()[1]) * 1024
 
 
-simulate(T=16, P=4, d=8, layers=1, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu")  # warm-up
+simulate(StackSpec(T=16, P=4, d=8, layers=1, heads=2, kernel="causal", seed=0, device="cpu"))  # warm-up
 T, d, L, H, P = json.loads(sys.argv[1])
 gc.collect()
 with open("/proc/self/clear_refs", "w") as fh:
     fh.write("5")
 base = psutil.Process().memory_info().rss
-simulate(T=T, P=P, d=d, layers=L, heads=H, kernel="causal", gate=0.0, seed=0, device="cpu")
+simulate(StackSpec(T=T, P=P, d=d, layers=L, heads=H, kernel="causal", seed=0, device="cpu"))
 print(json.dumps({"measured": high_water() - base, "estimate": run_bytes(T, d, L, H, P)}))
 """
 

@@ -96,10 +96,11 @@ def test_gate_certificate_counts_every_unit_it_reports():
 
 def test_simulate_reports_the_certificate_s_progress(capsys):
     """``simulate``'s gate certificate, the bulk of its run, shows progress (here a log: one line at the end)."""
+    from numerics.spec import StackSpec
     from proofs_check.experiments.simulate import simulate
 
-    simulate(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu")
+    simulate(StackSpec(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", seed=0, device="cpu"))
     err = capsys.readouterr().err
     assert "simulate: gate certificate [10/10] interval enclosure of μ and g*" in err, err
-    simulate(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", gate=0.0, seed=0, device="cpu", progress=False)
+    simulate(StackSpec(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", seed=0, device="cpu"), progress=False)
     assert capsys.readouterr().err == ""

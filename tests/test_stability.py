@@ -285,7 +285,7 @@ def test_simulate_times_the_certificate_and_can_skip_it(capsys):
     from proofs_check.cli import main
     from proofs_check.experiments.simulate import simulate
 
-    out = simulate(T=8, P=4, d=8, layers=6, heads=2, kernel="causal", gate=0.0, seed=1, device="cpu")
+    out = simulate(StackSpec(T=8, P=4, d=8, layers=6, heads=2, kernel="causal", seed=1, device="cpu"))
     s = out["seconds"]
     # the parts account for the total: build + forward + certificate ≤ total (the rest is bookkeeping)
     assert s["certificate"] > 0 and s["build"] + s["forward"] + s["certificate"] <= s["total"] + 1e-9
