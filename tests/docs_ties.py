@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NUMBER = r"(?P<{}>[−+]?[0-9]+(?:\.[0-9]+)?(?:e[−-]?[0-9]+)?)"
+NUMBER = r"(?P<{}>[−+]?[0-9]+(?:,[0-9]{{3}})*(?:\.[0-9]+)?(?:e[−-]?[0-9]+)?)"
 
 
 def passage(template: str) -> str:
@@ -349,3 +349,43 @@ def trained_stacks() -> dict:
     out.update({f"r_{g}": ds["runs"]["16"]["trained"][g] for g in groups})
     out["entropy2"] = out["entropy"]
     return out
+
+
+def _along(path: str) -> dict:
+    """A `check --stack` record along held-out text: claim id -> its verdict's measured values."""
+    return {c["id"]: c["verdict"] for c in _record(path)["claims"]}
+
+
+def along_text_bytes() -> dict:
+    """docs/real_models.md: the trained byte GPT-2 along held-out text (docs/trained/gpt2-bytes-along-text.json)."""
+    v = _along("docs/trained/gpt2-bytes-along-text.json")
+    m = {k: x["measured"] for k, x in v.items()}
+    spread = m["2.1"]["text"]["spread_by_layer"][:-1]          # the states each of the L layers takes in
+    rough = m["1.1"]["roughness"]
+    out = {"sp_lo": min(spread), "sp_hi": max(spread), "sp_mean": m["2.1"]["text"]["spread_mean"],
+           "qk": rough["W_QK"], "vo": rough["W_VO"], "w1": rough["W1"], "w2": rough["W2"], "iid": m["1.1"]["iid_roughness"],
+           "tol21": v["2.1"]["tolerance"], "sp22": m["2.2"]["text"]["spread_mean"], "comm": m["2.2"]["kernel_commutator_max"],
+           "tol22": v["2.2"]["tolerance"], "s23_lo": 100 * min(m["2.3"]["stack_errors"]),
+           "s23_hi": 100 * max(m["2.3"]["stack_errors"]), "tol23": v["2.3"]["tolerance"],
+           "qk_lo": 100 * min(m["2.4"]["qk_shares"]), "qk_hi": 100 * max(m["2.4"]["qk_shares"]), "tol24": v["2.4"]["tolerance"],
+           "rho": v["3.1"]["predicted"]["rho_tilde"], "r32_lo": 100 * min(m["3.2"]["residuals"]),
+           "r32_hi": 100 * max(m["3.2"]["residuals"]), "P": m["3.2"]["P"], "tol32": v["3.2"]["tolerance"],
+           "l41": 100 * m["4.1"]["qk_loss_share"], "l41fd": 100 * m["4.1"]["qk_loss_share_finite_difference"],
+           "fd": m["4.1"]["finite_difference_vs_jvp"], "tol41": v["4.1"]["tolerance"]}
+    out.update({f"e{i}": 100 * e for i, e in enumerate(m["2.1"]["layer_errors"])})
+    out.update({f"q{i}": q for i, q in enumerate(m["3.1"]["decaying_ratio"][1:])})
+    return out
+
+
+def along_text_small() -> dict:
+    """docs/real_models.md: a random GPT-2-small along held-out text (docs/scale/hf-gpt2-small-along-text.json);
+    T·L·d³ of its size evaluated here."""
+    v = _along("docs/scale/hf-gpt2-small-along-text.json")
+    m = {k: x["measured"] for k, x in v.items()}
+    sp, le, q = m["2.1"]["text"]["spread_by_layer"], m["2.1"]["layer_errors"], m["3.1"]["decaying_ratio"]
+    return {"sp0": sp[0], "spL": sp[-1], "rough": statistics.fmean(m["1.1"]["roughness"].values()),
+            "e0": 100 * le[0], "e1": 100 * le[1], "e2": 100 * le[2], "eL": 100 * le[-1],
+            "sp22": m["2.2"]["text"]["spread_mean"], "comm": m["2.2"]["kernel_commutator_max"],
+            "s23": 100 * m["2.3"]["stack_errors"][0], "qk": 100 * m["2.4"]["qk_shares"][0], "q1": q[1], "qL": q[-1],
+            "cost": 1024 * 12 * 768 ** 3, "r32": 100 * m["3.2"]["residuals"][0], "l41": 100 * m["4.1"]["qk_loss_share"],
+            "fd": m["4.1"]["finite_difference_vs_jvp"]}

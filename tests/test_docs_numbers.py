@@ -192,6 +192,36 @@ QUOTES += [
      + passage("(W_QK {r_W_QK}, W_VO {r_W_VO}, W1 {r_W1}, W2 {r_W2} at L = 16; slopes in L between {s_lo} and {s_hi}")),
 ]
 
+MODELS = "docs/real_models.md"
+QUOTES += [
+    (MODELS, "byte GPT-2 along held-out text", D.along_text_bytes,
+     passage("The text's states have token spread {sp_lo}–{sp_hi} at every layer (mean {sp_mean}).") + r"[\s\S]*?"
+     + passage("| 1.1 | depth roughness W_QK {qk}, W_VO {vo}, W1 {w1}, W2 {w2} | h = 1 (i.i.d. layers: {iid}) |")
+     + r"[\s\S]*?" + passage("| 2.1 | visited factorised layer vs its jvp: {e0} %, {e1} %, {e2} %, {e3} % (layers 0–3, worst "
+                              "window) | {tol21} |")
+     + r"[\s\S]*?" + passage("| 2.2 | spread {sp22}; visited kernels' commutator up to {comm} | {tol22} |")
+     + r"[\s\S]*?" + passage("| 2.3 | whole stack: {s23_lo}–{s23_hi} % over the 4 windows | {tol23} |")
+     + r"[\s\S]*?" + passage("| 2.4 | W_Q, W_K's share of ∂output: {qk_lo}–{qk_hi} % | {tol24} |")
+     + r"[\s\S]*?" + passage("| 3.1 | q_ℓ/q₀ = {q0}, {q1}, {q2}, {q3}: the decaying bundle grows, no ℓ*(0.5); at 1x̄ᵀ ρ̃ = "
+                              "{rho}, no bound |")
+     + r"[\s\S]*?" + passage("| 3.2 | ‖ΠJ(I − Q)V‖/‖JV‖ = {r32_lo}–{r32_hi} % (P = {P}) | {tol32} |")
+     + r"[\s\S]*?" + passage("| 4.1 | W_Q, W_K's share of the per-token loss change {l41} % (finite differences {l41fd} %, "
+                              "agreeing to {fd}) | {tol41} |")),
+    (MODELS, "GPT-2-small along held-out text", D.along_text_small,
+     passage("The text's spread falls from {sp0} (embedding) to {spL} (layer 12).") + r"[\s\S]*?"
+     + passage("| 1.1 | depth roughness {rough} for W_QK, W_VO, W1, W2") + r"[\s\S]*?"
+     + passage("| 2.1 | visited factorised layer vs its jvp: {e0} % at layer 0, {e1} %, {e2} %, … falling to {eL} % at "
+               "layer 11 |")
+     + r"[\s\S]*?" + passage("| 2.2 | spread {sp22} (mean over layers); visited kernels' commutator up to {comm} |")
+     + r"[\s\S]*?" + passage("| 2.3 | whole stack: {s23} % (the layers'")
+     + r"[\s\S]*?" + passage("| 2.4 | W_Q, W_K's share of ∂output {qk} % |")
+     + r"[\s\S]*?" + passage("| 3.1 | q_ℓ/q₀ = {q1} after layer 0, {qL} after layer 12: ℓ*(0.5) = 0 along the text; the "
+                              "reference bound is not built at this size (T·L·d³ = {cost}) |")
+     + r"[\s\S]*?" + passage("| 3.2 | ‖ΠJ(I − Q)V‖/‖JV‖ = {r32} % (P = 8) |")
+     + r"[\s\S]*?" + passage("| 4.1 | W_Q, W_K's share of the per-token loss change {l41} % (finite differences agree to "
+                              "{fd}) |")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
@@ -200,7 +230,7 @@ def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
 
 
 def _as_float(text: str) -> float:
-    return float(text.replace("−", "-"))
+    return float(text.replace("−", "-").replace(",", ""))
 
 
 def agrees(quoted: str, value) -> bool:
