@@ -389,3 +389,42 @@ def along_text_small() -> dict:
             "s23": 100 * m["2.3"]["stack_errors"][0], "qk": 100 * m["2.4"]["qk_shares"][0], "q1": q[1], "qL": q[-1],
             "cost": 1024 * 12 * 768 ** 3, "r32": 100 * m["3.2"]["residuals"][0], "l41": 100 * m["4.1"]["qk_loss_share"],
             "fd": m["4.1"]["finite_difference_vs_jvp"]}
+
+
+def gpt2_bytes() -> dict:
+    """docs/real_models.md's trained byte GPT-2: its training, check, reach and depth-smoothness records."""
+    train = _record("docs/trained/gpt2-bytes-train.json")
+    check = _record("docs/trained/gpt2-bytes-check.json")
+    reach = _record("docs/trained/gpt2-bytes-reach.json")
+    smooth = _record("docs/trained/gpt2-bytes-depth-smoothness.json")["mean"]
+    free, dense = check["imports"]["matrix-free"], check["imports"]["dense"]
+    out = {"params": train["parameters"], "tokens": train["tokens"] / 1e6, "secs": train["seconds"],
+           "tps": train["tokens_per_second"] / 1e3, "loss": train["final_validation_loss"],
+           "entropy": train["unigram_entropy_train"], "hf_free": free["hf_agreement"]["max_relative_error"],
+           "hf_dense": dense["hf_agreement"]["max_relative_error"], "tol_free": free["hf_agreement"]["tolerance"],
+           "tol_dense": dense["hf_agreement"]["tolerance"], "imp": check["validation_loss"]["imported"],
+           "hf": check["validation_loss"]["transformers"], "logit": check["validation_loss"]["max_logit_difference"],
+           "sec_free": free["check_seconds"], "sec_dense": dense["check_seconds"]}
+    for form, imp in (("f", free), ("d", dense)):
+        for c in imp["claims"]:
+            if c["error"] is not None:
+                key = c["id"].replace(".", "")
+                out[f"{form}{key}"], out[f"{form}{key}t"] = c["error"], c["tolerance"]
+    six = {form: _parse(next(c for c in imp["claims"] if c["id"] == "6.4")["condition"],
+                        r"misses log r by up to ([0-9.]+).*missed by up to ([0-9.]+) in log")
+           for form, imp in (("f", free), ("d", dense))}
+    out.update(r64=six["f"][0], r4=six["d"][0], d64=six["f"][1], d4=six["d"][1])
+    checks = reach["checks"]
+    at = {c["s"]: c for c in reach["curve"]}
+    text = at[reach["text_spread"]]
+    out.update(reach_sec=reach["seconds"], sl0=checks[0]["fitted_slope"], c0=checks[0]["coefficient"],
+               c0p=checks[0]["predicted_coefficient"], sl1=checks[1]["fitted_slope"], sl2=checks[2]["fitted_slope"],
+               sl3=checks[3]["fitted_slope"], e001=100 * at[0.01]["factorised_error"], e_text=100 * text["factorised_error"],
+               s_text=reach["text_spread"], qk=100 * text["qk_output_share"])
+    mats = ("W_QK", "W_VO", "W_Q", "W_K", "W_V", "W_O", "W1", "W2")
+    out.update({f"m_{g}": smooth["trained"][g] for g in mats})
+    out.update(init_lo=min(smooth["init"][g] for g in mats), init_hi=max(smooth["init"][g] for g in mats),
+               upd_lo=min(smooth["update"][g] for g in mats), upd_hi=max(smooth["update"][g] for g in mats),
+               ln=statistics.fmean([smooth["trained"]["ln1.gamma"], smooth["trained"]["ln2.gamma"]]),
+               sqrt2=math.sqrt(2))
+    return out

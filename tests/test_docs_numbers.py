@@ -222,6 +222,37 @@ QUOTES += [
                               "{fd}) |")),
 ]
 
+QUOTES += [
+    (MODELS, "byte GPT-2 trained here", D.gpt2_bytes,
+     passage("(GPT-2's own code, dropout 0; {params} parameters)") + r"[\s\S]*?"
+     + passage("= {tokens}M tokens, on one thread under `nice -n 10`: **{secs} s** wall on the shared 2-core VM ({tps}k "
+               "tokens/s;")
+     + r"[\s\S]*?" + passage("Validation loss **{loss} nats/byte** on 256 held-out windows, against the unigram entropy "
+                              "of the training bytes, {entropy} nats/byte")
+     + r"[\s\S]*?" + passage("hidden states to {hf_free} and {hf_dense} (bounds {tol_free}, {tol_dense}).")
+     + r"[\s\S]*?" + passage("validation loss on 64 windows is {imp} nats/byte, transformers' {hf}, largest logit "
+                              "difference {logit}.")
+     + r"[\s\S]*?" + passage("| 1.2 | holds {f12} / {f12t} | holds {d12} / {d12t} |") + r"\s*"
+     + passage("| 2.1 | holds {f21} / {f21t} | holds {d21} / {d21t} |") + r"\s*"
+     + passage("| 2.2 | holds {f22} / {f22t} | holds {d22} / {d22t} |") + r"\s*"
+     + passage("| 2.3 | holds {f23} / {f23t} | holds {d23} / {d23t} |") + r"\s*"
+     + passage("| 2.4 | holds {f24} / {f24t} | holds {d24} / {d24t} |")
+     + r"[\s\S]*?" + passage("| 4.1 | n/a (needs a slow-path variant) | holds {d41} / {d41t} |")
+     + r"[\s\S]*?" + passage("`check --stack` took {sec_free} s (T = 64) and {sec_dense} s (T = 4, dense;")
+     + r"[\s\S]*?" + passage("log r by up to {r64} (T = 64) and {r4} (T = 4) at the reference, and the distance from the "
+                              "coarse manifold on 8 validation windows by up to {d64} and {d4} in log")
+     + r"[\s\S]*?" + passage("`docs/trained/gpt2-bytes-reach.json`, {reach_sec} s) hold their expansions off 1x̄ᵀ as "
+                              "predicted: the factorised J·V error grows with slope {sl0} (coefficient {c0}, predicted "
+                              "{c0p}), 2.4's Q/K share of ∂output with slope {sl1} and of ∂(J·V) with slope {sl2}, 4.1's "
+                              "invisible-direction share with slope {sl3};")
+     + r"[\s\S]*?" + passage("the factorised form's error is {e001} % at spread 0.01 and {e_text} % at the "
+                              "text's own spread {s_text}, where W_Q, W_K carry {qk} % of ∂output.")
+     + r"[\s\S]*?" + passage("is W_QK {m_W_QK}, W_VO {m_W_VO}, W1 {m_W1}, W2 {m_W2} (W_Q {m_W_Q}, W_K {m_W_K}, W_V {m_W_V}, "
+                              "W_O {m_W_O}), against {init_lo}–{init_hi} for its own initialisation (rebuilt from the "
+                              "training seed; i.i.d. √2 = {sqrt2}) and {upd_lo}–{upd_hi} for the training update θ − θ_init "
+                              "alone; the LayerNorm gains {ln} (1 at initialisation")),
+]
+
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
     """The character spans of every quoted number a passage of ``QUOTES`` ties in ``doc``."""
