@@ -1,4 +1,4 @@
-"""The stack's parameters: one declaration of every knob of ``random_stack``, checked before work.
+"""The stack's parameters: one declaration of every field of a stack, checked before work.
 
 :class:`StackParams` (pydantic, strict, ``extra="forbid"``) states each argument's type, range,
 finiteness and whether the stack's dtype can hold it: a nonzero gate below the dtype's smallest
@@ -160,7 +160,7 @@ LnEps = bounded(0, strict=True, why="the depth step h, the LN eps")
 
 
 class StackKnobs(BaseModel):
-    """The knobs of ``random_stack`` beyond its sizes, kernel and seed (docs/theory.md §0): each one's
+    """The knobs of a stack beyond its sizes, kernel and seed (docs/theory.md §0): each one's
     type, range and default.  A spec's ``knobs`` (``StackSpecModel``) and a sweep's
     axes name these and only these (:data:`KNOBS`)."""
 
@@ -227,7 +227,7 @@ class _FlatChecks(BaseModel):
 # -- what a stack spec (numerics.spec.StackSpec) may name --------------------------------------
 #: the dtypes a spec may name
 SPEC_DTYPES = ("float64", "float32")
-#: ``random_stack`` keyword arguments a spec may set, beyond the sizes, kernel, arch and seed.
+#: the knobs a spec may set (``StackSpec.knobs``), beyond the sizes, kernel, arch and seed.
 KNOBS = tuple(StackKnobs.model_fields)
 
 

@@ -20,9 +20,8 @@ from dataclasses import asdict, field, make_dataclass, replace
 
 import torch
 
-from numerics.params import KNOBS, SHAPE_FIELDS, SPEC_DTYPES, StackSpecModel, _validate
-
-DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
+from numerics.params import KNOBS, SHAPE_FIELDS, StackSpecModel, _validate
+from numerics.stack_config import DTYPES  # noqa: F401  (a spec's dtype names, importable from here)
 #: the fields stored as sorted (name, value) pairs, so that a spec is hashable
 PAIRED = ("knobs", "arch_options")
 

@@ -38,7 +38,7 @@ from torch import nn
 
 from numerics import kernels as K
 from numerics.stack_config import (  # noqa: F401  (the stack's configuration, importable from here)
-    LN_EPS, VARIANTS, StackConfig, _finite, _positive_int, check_arch, check_input, register_variant,
+    DTYPES, LN_EPS, VARIANTS, StackConfig, _finite, _positive_int, check_arch, check_input, register_variant,
     resolve_device, unchecked_inputs, validate_config)
 
 WEIGHT_PATHS = (None, "smooth")
@@ -317,7 +317,6 @@ def _draw(spec) -> Stack:
     the other biases.  The variants take them at their defaults only.
     """
     from numerics.params import validate_stack
-    from numerics.spec import DTYPES
 
     dtype = DTYPES[spec.dtype]
     cfg = StackConfig(**spec.flat())
@@ -350,13 +349,6 @@ def _draw(spec) -> Stack:
     stack = stack.to(dtype=dtype, device=device)
     stack.check_finite()
     return stack
-
-
-def random_stack(T: int, d: int, layers: int, heads: int, kernel: str, P: int | None = None, **fields):
-    """``build(StackSpec.of(...))`` from flat fields: the older spelling, kept while callers move to specs."""
-    from numerics.spec import StackSpec, build
-
-    return build(StackSpec.of(T=T, d=d, layers=layers, heads=heads, kernel=kernel, P=P, **fields))
 
 
 def random_xbar(d: int, seed: int = 0) -> torch.Tensor:

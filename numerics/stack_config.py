@@ -13,8 +13,10 @@ from dataclasses import asdict, field, make_dataclass
 
 import torch
 
-from numerics.params import StackKnobs
+from numerics.params import SPEC_DTYPES, StackKnobs
 
+#: a spec's dtype names -> torch dtypes
+DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
 #: the LayerNorm eps of the base stack: the ``ln_eps`` knob's declared default
 LN_EPS = StackKnobs.model_fields["ln_eps"].default
 

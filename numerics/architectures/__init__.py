@@ -5,8 +5,8 @@ an ``embed`` X -> S, a list of ``n_steps`` step maps S -> S, and a ``readout`` S
 ``stack(X)`` maps (..., T, d) -> (..., T, d) like the base :class:`~numerics.stack.Stack`.
 Features F per token:
 
-* ``preln``  (F = d): the base stack, wrapped (``random_stack(arch="preln")`` still returns
-  the plain :class:`Stack`; :func:`build` wraps it for the generic claims code).
+* ``preln``  (F = d): the base stack, wrapped (``numerics.spec.build`` of a preln spec returns
+  the plain :class:`Stack`; ``StackSpec.build_arch`` wraps it for the generic claims code).
 * ``postln`` (F = d): LN after the residual add, U = LN₁((1−hα)X + h·Attn(X)),
   X' = LN₂(U + h·MLP(U)); attention sees the raw state (no pre-norm).
 * ``relu``   (F = d): the pre-LN stack with MLP(z) = ReLU(zW₁ + b₁)W₂ + b₂.  Non-smooth: the
@@ -35,9 +35,9 @@ Features F per token:
 
 Each variant is one :class:`ArchStack` subclass (``numerics/architectures/<module>.py``): its
 name, its options and their checks, and how it draws its base stack; defining the subclass
-registers it in ``ARCHITECTURES`` and with ``random_stack``.
+registers it in ``ARCHITECTURES`` and with ``numerics.spec.build``.
 
-Weights come from ``random_stack``'s distributions and seed; the extra parameters of a
+Weights come from the base stack's distributions and seed (``numerics.stack._draw``); the extra parameters of a
 variant (the mixing logits, the injection, the compressed branch) come from a second
 generator seeded with ``seed + EXTRA_SEED_OFFSET``, i.i.d. per layer or on the smooth path.
 """
@@ -52,7 +52,7 @@ from numerics.architectures.compressed import Compressed, CompressedAttention
 
 #: the architectures defined in this package, in the order the grid shows them
 ARCHS = tuple(ARCHITECTURES)
-#: arch -> {option: default}; ``random_stack(..., arch=NAME, arch_options={...})``.
+#: arch -> {option: default}; ``StackSpec(arch=NAME, arch_options={...})``.
 ARCH_OPTIONS = {name: dict(cls.OPTIONS) for name, cls in ARCHITECTURES.items()}
 
 __all__ = ["ARCHITECTURES", "ARCHS", "ARCH_OPTIONS", "EXTRA_SEED_OFFSET", "MIXINGS", "ArchStack", "Compressed",

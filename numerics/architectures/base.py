@@ -178,9 +178,7 @@ def build(spec) -> ArchStack:
     """
     options = resolve_options(spec.arch, dict(spec.arch_options))
     cls = ARCHITECTURES[spec.arch]
-    from numerics.spec import DTYPES
-
     device = S.resolve_device(spec.device)
     base, config = cls.base_stack(spec)
     gen = torch.Generator().manual_seed(config.seed + EXTRA_SEED_OFFSET)
-    return cls(config, options, base, gen, DTYPES[spec.dtype], device)
+    return cls(config, options, base, gen, S.DTYPES[spec.dtype], device)
