@@ -4,8 +4,11 @@ Each entry of ``QUOTES`` ties one passage of a doc (a regular expression that mu
 group per quoted number) to the computation or record that produced it.  A quoted number written with k decimals
 must equal the regenerated value rounded to k decimals (|quoted − value| ≤ ½·10⁻ᵏ, plus 1e-12 for the decimal
 representation); a bound "≤ x" must hold and be the value rounded up to x's last digit (the tightest bound at that
-precision).  A changed computation (a depth off by one moves 6.4's causal exponent from −0.484 to −0.379) or an
-edited number fails here, naming the doc, the passage and both numbers.
+precision); a number in scientific notation is compared at its mantissa's precision; a rounding-level number
+("≲") must bound the value within a decade.  A changed computation (a depth off by one moves 6.4's causal exponent
+from −0.484 to −0.379) or an edited number fails here, naming the doc, the passage and both numbers.  Where each
+value comes from is in ``tests/docs_ties.py``; which numbers of the docs are tied, generated, definitional or still
+untied is ``tests/docs_inventory.py``'s, checked by ``test_every_quoted_number_is_generated_tied_or_listed``.
 """
 
 from __future__ import annotations
