@@ -231,12 +231,16 @@ SPEC_DTYPES = ("float64", "float32")
 KNOBS = tuple(StackKnobs.model_fields)
 
 
+#: the JSON Schema types of a scalar field
+SCALAR_KINDS = ("integer", "number", "string", "boolean")
+
+
 def knob_kinds(model: type[BaseModel] = StackKnobs) -> dict[str, str]:
     """Each knob's JSON Schema type (integer, number, string or boolean; None allowed or not), read off
     the declaration: what a command-line option parses and a Parquet column stores."""
     out = {}
     for name, prop in model.model_json_schema()["properties"].items():
-        kinds = [p["type"] for p in prop.get("anyOf", [prop]) if p.get("type") not in (None, "null")]
+        kinds = [p["type"] for p in prop.get("anyOf", [prop]) if p.get("type") in SCALAR_KINDS]
         if kinds:  # a scalar field (a nested model or a dict has no option or column of its own)
             out[name] = kinds[0]
     return out

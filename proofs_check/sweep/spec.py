@@ -14,7 +14,7 @@ A spec file holds one ``[[sweep]]`` table per claim::
     scale = "toy"                     # optional: a scale preset's sizes as the base
     kernel = ["causal", "full"]       # an axis: a non-empty list
     layers = [1, 2, 4, 8]
-    value_scale = [0, 5, 20]          # any random_stack knob
+    value_scale = [0, 5, 20]          # any knob of numerics.params.StackKnobs
     T = 8                             # a scalar is a fixed value
     P = 4                             # P = 0: no slow path
     [sweep.arch_options]              # optional, fixed
@@ -45,11 +45,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
 
 from numerics.params import SEED_MAX, StackKnobs
-from numerics.params import StackSpecModel
+from numerics.params import StackSpecModel, knob_kinds
 from numerics.spec import StackSpec
 
-#: StackSpec fields a sweep may put on an axis (besides the random_stack knobs).
-SIZE_AXES = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype")
+#: the spec fields a sweep may put on an axis (besides the knobs): every scalar field of the declaration
+#: but the seed (a table's seeds are its own key), the device (where a stack runs, not which) and the
+#: checkpoint (a trained stack is not a grid point)
+SIZE_AXES = tuple(name for name in knob_kinds(StackSpecModel) if name not in ("seed", "device", "checkpoint"))
 KNOBS = tuple(StackKnobs.model_fields)
 AXES = SIZE_AXES + KNOBS
 PROFILES = ("ci", "thorough")
@@ -143,7 +145,7 @@ class _SweepKeys(BaseModel):
         default_factory=list, description="phase diagrams (one table is a list of one)")
 
 
-#: one ``[[sweep]]`` table: its keys, and each axis (a StackSpec field or a random_stack knob).
+#: one ``[[sweep]]`` table: its keys, and each axis (a StackSpec field or a knob).
 SweepTable = create_model("SweepTable", __base__=_SweepKeys, __doc__=(
     "One ``[[sweep]]`` table: a claim over the product of its axes (a scalar is a fixed value), times its seeds."),
     **{name: (_axis(name), None) for name in AXES})

@@ -6,7 +6,7 @@ Row schema (one column each; absent values are null):
   ``spec_hash`` (the spec's fingerprint), ``source`` (the code's hash), ``claim``, ``point`` (the grid
   point's axis values as JSON), ``seed``;
 * the stack: ``arch``, ``kernel``, ``T``, ``P``, ``d``, ``layers``, ``heads``, ``dtype``, ``device``,
-  ``checkpoint``, every ``random_stack`` knob at its effective value (``value_scale``, ``decay``, ...),
+  ``checkpoint`` (every scalar field of ``numerics.params.StackSpecModel``), every knob at its effective value (``value_scale``, ``decay``, ...),
   ``arch_options`` (JSON);
 * the verdict: ``verdict`` (holds | conditional | fails | n/a), ``error``, ``tolerance``,
   ``error_ratio`` (error / tolerance), ``condition``, ``reason``, ``counterexample`` (JSON), and each
@@ -34,17 +34,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from numerics.params import knob_kinds
+from numerics.params import StackSpecModel, knob_kinds
 
 SCHEMA_FILE = "00-schema.parquet"
 #: the Parquet type of a knob of each JSON Schema type (numerics.params.knob_kinds)
 COLUMN_TYPES = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
-STACK_COLUMNS = ("arch", "kernel", "T", "P", "d", "layers", "heads", "dtype", "device", "checkpoint")
+#: the stack's columns: every scalar field of the declaration (numerics.params.StackSpecModel), typed by it
+STACK_COLUMNS = tuple(knob_kinds(StackSpecModel))
 FIXED = {"row_key": pa.string(), "sweep": pa.string(), "spec_hash": pa.string(), "source": pa.string(),
          "claim": pa.string(), "point": pa.string(),
-         "seed": pa.int64(), "arch": pa.string(), "kernel": pa.string(), "T": pa.int64(), "P": pa.int64(),
-         "d": pa.int64(), "layers": pa.int64(), "heads": pa.int64(), "dtype": pa.string(),
-         "device": pa.string(), "checkpoint": pa.string(), "arch_options": pa.string(),
+         **{name: COLUMN_TYPES[kind] for name, kind in knob_kinds(StackSpecModel).items()},
+         "arch_options": pa.string(),
          **{name: COLUMN_TYPES[kind] for name, kind in knob_kinds().items()},
          "verdict": pa.string(), "error": pa.float64(), "tolerance": pa.float64(), "error_ratio": pa.float64(),
          "condition": pa.string(), "reason": pa.string(), "counterexample": pa.string(),
@@ -72,7 +72,7 @@ def make_row(task: dict, verdict, seconds: float, worker: str, version: str) -> 
 
     spec = task["spec"]
     row = {"row_key": task["key"], "sweep": task["sweep"], "spec_hash": task.get("spec_hash"),
-           "source": task.get("source"), "claim": task["claim"], "point": _json(task["point"]), "seed": spec["seed"]}
+           "source": task.get("source"), "claim": task["claim"], "point": _json(task["point"])}
     row.update({k: spec[k] for k in STACK_COLUMNS})
     row.update({**knob_defaults(), **spec["knobs"]})
     row["arch_options"] = _json(spec["arch_options"])
