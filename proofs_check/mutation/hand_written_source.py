@@ -172,6 +172,23 @@ CATALOGUE: tuple[SourceMutant, ...] = (
                "run.probe(1, seed=21), run.probe(1, seed=21))", ["2.3", "3.2"],
                "the scale forms' adjoint check draws V from U's seed (V = U)", "claim numerics",
                path="proofs_check/verdicts/scale_run.py"),
+    # self-consistent scale-only mistakes: the form's check and its own guard share them, so the form stays
+    # verified; the ledger refuses them by comparing the form's numbers with the dense form's at the toy size
+    _mutant("scale-operator-norm-squared", "return sigma, abs(sigma - prev) / max(sigma, torch.finfo(dtype).tiny)",
+               "return sigma * sigma, abs(sigma - prev) / max(sigma, torch.finfo(dtype).tiny)", ["2.3", "3.2"],
+               "the power iteration reports the eigenvalue of MᵀM (σ²) as ‖M‖₂: 3.2's ratio of two such norms "
+               "and 2.3's lower bound stay self-consistent", "claim numerics", path="numerics/matrix_free.py"),
+    _mutant("scale-gate-certificate-step-halved",
+               "e = ns.certify_gate_bound(norms[0], norms[1], st.h, rel_err=rel_err)",
+               "e = ns.certify_gate_bound(norms[0], norms[1], st.h / 2, rel_err=rel_err)", ["5.1"],
+               "5.1's matrix-free certificate with the step h/2: μ and g* doubled (an unsafe gate bound), "
+               "while the form's guard tests the gated product below that g*", "claim numerics",
+               path="proofs_check/claims/stability/matrix_free.py"),
+    _mutant("scale-gate-certificate-maps-swapped",
+               "e = ns.certify_gate_bound(norms[0], norms[1], st.h, rel_err=rel_err)",
+               "e = ns.certify_gate_bound(norms[1], norms[0], st.h, rel_err=rel_err)", ["5.1"],
+               "5.1's matrix-free certificate with the norms of the maps G_ℓ and K_ℓ in the wrong order",
+               "claim numerics", path="proofs_check/claims/stability/matrix_free.py"),
 )
 
 

@@ -55,6 +55,8 @@ def scale_5_1(run: ScaleRun) -> ClaimResult:
                   f"log-norm {float(meas.min()):.4f} > 0, |log‖Π‖ − S(g)| = {mismatch:.2e}")
     return ClaimResult(
         symbolic=[], numeric=numeric_result(3, err, tol, derivations=derivations,
+                                      table=[{"quantity": "μ", "value": e.mu, "lo": e.mu_lo, "hi": e.mu_hi},
+                                             {"quantity": "g*", "value": e.g_star, "lo": e.g_lo, "hi": e.g_hi}],
                                       detail=f"contractive stack (decay 2, ln_gain 0.2, weight_scale 0.5), P = T/2: {e.status}, "
                                       f"μ = {e.mu}, g* ∈ [{e.g_lo}, {e.g_hi}]; max log‖Π(G_ℓ + hgK_ℓ)‖ at g = "
                                       f"(−0.99, 0.5, 0.99)·g_lo = {worst:.3e} on {N} slow modes"),
