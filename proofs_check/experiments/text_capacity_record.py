@@ -215,10 +215,11 @@ def write_figure(record: dict, recorded: dict, path: str | Path) -> Path:
     axes[0].set_title(f"capacity − coupled = {pt['mean']:+.4f} (p = {pt['p']:.2g}: {pt['verdict']})"
                       if pt and pt["p"] is not None else "capacity − coupled: no test", fontsize=9)
     axes[0].legend(fontsize=7)
-    for arm, marker in zip(RUN_ARMS, ("o", "s")):
-        for i, row in enumerate(s["slow_share"][arm]):
+    for arm, marker in zip(RUN_ARMS, ("o", "s")):   # every finished run of the arm, one line per seed
+        rows = [r["slow_share"] for r in record["runs"] if r["arm"] == arm]
+        for i, row in enumerate(rows):
             axes[1].plot(range(len(row)), row, marker + "-", color="C0" if arm == "coupled" else "C3", lw=0.8,
-                         label=arm if i == 0 else None)
+                         label=f"{arm} ({len(rows)} seed{'s' if len(rows) > 1 else ''})" if i == 0 else None)
     axes[1].axhline(RHO_MIN, color="black", ls=":", lw=0.7)
     axes[1].set_yscale("log")
     axes[1].set_xlabel("layer ℓ")
