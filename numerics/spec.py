@@ -43,9 +43,9 @@ def _store_and_check(spec) -> None:
     _validate(StackSpecModel, spec.as_dict())
 
 
-def _spec_fields():
-    """The frozen dataclass of the declaration's fields, checked when made (``__post_init__``)."""
-    return make_dataclass("StackFields", [_declared_field(n, f) for n, f in StackSpecModel.model_fields.items()],
+def _spec_fields(model=StackSpecModel):
+    """The frozen dataclass of ``model``'s fields (the declaration's), checked when made (``__post_init__``)."""
+    return make_dataclass("StackFields", [_declared_field(n, f) for n, f in model.model_fields.items()],
                           frozen=True, namespace={"__post_init__": _store_and_check})
 
 

@@ -21,12 +21,11 @@ DTYPES = {name: getattr(torch, name) for name in SPEC_DTYPES}
 LN_EPS = StackKnobs.model_fields["ln_eps"].default
 
 
-def _config_fields():
+def _config_fields(knobs=StackKnobs):
     """The flat configuration's fields, read off the declaration: the spec's shape fields, then the knobs."""
-    from numerics.params import KNOBS, SHAPE_FIELDS, StackSpecModel
+    from numerics.params import SHAPE_FIELDS, StackSpecModel
 
-    declared = {**{n: StackSpecModel.model_fields[n] for n in SHAPE_FIELDS},
-                **{n: StackKnobs.model_fields[n] for n in KNOBS}}
+    declared = {**{n: StackSpecModel.model_fields[n] for n in SHAPE_FIELDS}, **knobs.model_fields}
     return make_dataclass("ConfigFields", [(n, f.annotation, field(default=f.get_default()))
                                            for n, f in declared.items()], frozen=True)
 
