@@ -331,3 +331,38 @@ def test_smooth_path_layers_are_the_path_at_lh():
 def test_frozen_kernel_refuses_heads_that_disagree():
     with pytest.raises(ValueError, match=r"kernel='alibi' gives each head its own frozen kernel"):
         _tiny(layers=1, kernel="alibi").frozen_kernel()
+
+
+# ---- devices: the spec's device reaches every tensor; host draws stay on the host -------------------------
+def test_the_specs_device_reaches_every_parameter_and_buffer(monkeypatch):
+    """A stack is drawn on the CPU and then moved to the spec's device.  The meta device (no data, present in
+    every torch build) stands in for a second device on a CPU-only machine; its values cannot be read, so the
+    finiteness check of the draw is set aside (it reads every value) and only placement is asserted."""
+    monkeypatch.setattr(S.Stack, "check_finite", lambda self: None)
+    st = _tiny(P=2, device="meta")
+    placed = {t.device.type for t in [*st.parameters(), *st.buffers()]}
+    assert placed == {"meta"}
+    monkeypatch.undo()
+    assert {t.device.type for t in [*_tiny(P=2).parameters(), *_tiny(P=2).buffers()]} == {"cpu"}   # control
+
+
+def test_weights_at_evaluates_on_the_paths_device_whatever_the_default():
+    """θ(t) = Σ_k cos(πkt) Θ_k is formed on the device the path's coefficients live on, not on torch's default
+    device: under a meta default device the weights are still the CPU values θ(t) of the path."""
+    st = _tiny(weight_path="smooth")
+    expected = st.weights_at(0.3)
+    with torch.device("meta"):
+        moved = st.weights_at(0.3)
+    assert {v.device.type for v in moved.values()} == {"cpu"}
+    for name, value in expected.items():
+        assert torch.equal(moved[name], value)   # the same operations on the same host values
+
+
+def test_random_xbar_is_drawn_on_the_host_whatever_the_default_device():
+    """The seeded reference token is a host draw (the same x̄ for a seed on any machine), even when torch's
+    default device is another one (meta here)."""
+    expected = S.random_xbar(4, seed=3)
+    with torch.device("meta"):
+        x = S.random_xbar(4, seed=3)
+    assert x.device.type == "cpu" and x.dtype == torch.float64
+    assert torch.equal(x, expected)
