@@ -151,3 +151,41 @@ def test_reading_follows_the_preregistered_table():
     assert reading(null, null) == "not attributed at this n"
     assert reading([-g for g in pos], null) == "the independent history beats the true one"
     assert reading(pos, pos).startswith("both") and reading(pos, pos).endswith("0.50")
+
+
+N = r"([+−-]?[0-9]+(?:\.[0-9]+)?(?:e[+−-]?[0-9]+)?)"
+CAPACITY_QUOTE = (rf"loss\(capacity\) − loss\(coupled\) = {N} nats/byte over {N} seeds, 99 % interval \[{N}, {N}\], "
+                  rf"p = {N}: \*helps\*; loss\(frozen\) − loss\(capacity\) = {N} \(descriptive, {N} seeds, p = {N}\)\..*?"
+                  rf"ρ₀ = {N} in the coupled arm \(seed 3\) against at most {N} in the capacity arm")
+
+
+def _capacity_numbers(summary: dict) -> list[float]:
+    pt, fc = summary["cap_vs_coupled"], summary["frozen_vs_capacity_descriptive"]["test"]
+    return [pt["mean"], pt["n"], *pt["interval"], pt["p"], fc["mean"], fc["n"], fc["p"],
+            summary["slow_share"]["coupled"][0][0], max(summary["slow_share_max_over_seeds"]["capacity"])]
+
+
+@pytest.mark.parametrize("doc", ["docs/theory.md", "docs/trained.md"])
+def test_quoted_capacity_numbers_are_the_records(doc):
+    """The capacity control's numbers in the docs are the committed record's at the quoted precision
+    (tests/test_docs_numbers.py's rule: |quoted − value| ≤ ½ unit of the last digit)."""
+    import re
+    from pathlib import Path
+
+    from proofs_check.experiments import text_capacity_record as rec
+
+    record = rec.load()
+    if record is None:
+        pytest.skip("no committed capacity record")
+    text = (Path(__file__).resolve().parents[1] / doc).read_text()
+    matches = re.findall(CAPACITY_QUOTE, text, flags=re.S)
+    assert len(matches) == 1, f"{doc}: the capacity passage occurs {len(matches)} times"
+    for quoted, value in zip(matches[0], _capacity_numbers(record["summary"])):
+        q = quoted.replace("−", "-")
+        if "e" in q:                                   # a mantissa with k decimals
+            mant = q.split("e")[0]
+            places = len(mant.split(".")[1]) if "." in mant else 0
+            assert abs(float(q) - value) <= 0.5 * 10 ** (-places) * 10 ** int(q.split("e")[1]) + 1e-15, (quoted, value)
+        else:
+            places = len(q.split(".")[1]) if "." in q else 0
+            assert abs(float(q) - value) <= 0.5 * 10 ** -places + 1e-12, (quoted, value)
