@@ -7,6 +7,8 @@
   recomputes it);
 - a dropped ½ in the log-norm's symmetric part (5.1 checks the log-norm numerically; 5.2 fails by a number,
   not an exception) and a declared generated function its check never calls;
+- a mistake a matrix-free form shares with its own guard (a squared operator norm, 5.1's certificate with the
+  wrong step or its maps swapped): the form's numbers are compared with the dense form's at the toy size;
 - a symbolic step that never finishes (a per-step time limit: refused with its reason, in any thread).
 
 Each mistake is applied by monkeypatching, and each test has its negative control: the unmutated code passes
@@ -372,6 +374,73 @@ def test_a_raising_toy_form_makes_the_entry_an_error_not_failed(monkeypatch):
     assert entry["status"] == "error" and "cross-check matrix-free form at --scale toy raised" in entry["detail"]
     assert "boom" in entry["detail"]
 
+
+
+# ---- 4b. the matrix-free forms against the dense forms, number by number ----------------------------------
+_FORMS = ["1.2", "2.1", "2.2", "2.3", "2.4", "3.2", "4.2", "5.1"]
+
+
+@pytest.mark.parametrize("claim_id", _FORMS)
+def test_toy_forms_agree_with_the_dense_forms_number_by_number(claim_id):
+    """Negative control of the tests below: unmutated, every number a toy form computed is within its
+    derived tolerance of the dense route's (errors ~1e-15 against tolerances ~1e-13)."""
+    from proofs_check.runners.scale import run_scale_claim
+    from proofs_check.runners.scale_dense import scale_vs_dense
+    from proofs_check.verdicts.scale_run import ScaleRun
+
+    run = ScaleRun("toy")
+    entry = run_scale_claim(claim_id, run)
+    record = scale_vs_dense(claim_id, run, entry)
+    assert entry["status"] == "verified" and record["status"] == "verified", record["detail"]
+    assert record["rows"] and record["max_error"] <= 1.0
+
+
+def _operator_norm_squared(monkeypatch):
+    """Source mutant ``scale-operator-norm-squared``: the power iteration reports σ² as ‖M‖₂."""
+    from numerics import matrix_free as mf
+
+    norm = mf.operator_norm
+    monkeypatch.setattr(mf, "operator_norm", lambda *a, **k: (lambda r: (r[0] * r[0], r[1]))(norm(*a, **k)))
+
+
+@pytest.mark.parametrize("claim_id", ["2.3", "3.2"])
+def test_ledger_refuses_a_squared_operator_norm_the_form_itself_accepts(monkeypatch, claim_id):
+    """3.2 reads a ratio of two such norms and 2.3 a lower bound: the form stays verified (self-consistent),
+    and the ledger refuses the claim because ‖J‖₂ exceeds the dense SVD's (32.7 against 5.72 at the toy
+    preset; tolerance (2γ + T·d·u)·‖|J|‖₂ ≈ 2e-13)."""
+    _operator_norm_squared(monkeypatch)
+    entry = run_claim(claim_id, CheckContext())
+    records = {c["name"]: c for c in entry["cross_checks"]}
+    assert records["matrix-free form at --scale toy"]["status"] == "verified"
+    dense = records["scale form vs dense form at --scale toy"]
+    assert dense["status"] == "failed" and "‖J‖₂" in dense["detail"]
+    assert entry["status"] == "failed" and "cross-check scale form vs dense form" in entry["detail"]
+
+
+@pytest.mark.parametrize("mistake", ["step-halved", "maps-swapped"])
+def test_ledger_5_1_refuses_a_certificate_the_form_itself_accepts(monkeypatch, mistake):
+    """Source mutants ``scale-gate-certificate-step-halved`` (μ and g* doubled: an unsafe bound) and
+    ``…-maps-swapped`` (‖G_ℓ‖ and ‖K_ℓ‖ in the wrong order): the form's guard tests the gated product below
+    its own g* and stays verified; the dense certificate's enclosures do not overlap the form's."""
+    import types
+
+    import proofs_check.claims.stability.matrix_free as form
+    from numerics import stability as ns
+
+    certify = ns.certify_gate_bound
+    wrong = {"step-halved": lambda a, k, h, **kw: certify(a, k, h / 2, **kw),
+             "maps-swapped": lambda a, k, h, **kw: certify(k, a, h, **kw)}[mistake]
+    proxy = types.SimpleNamespace(**{n: getattr(ns, n) for n in dir(ns) if not n.startswith("__")})
+    proxy.certify_gate_bound = wrong            # the form's own call only: the dense certificate is untouched
+    monkeypatch.setattr(form, "ns", proxy)
+    entry = run_claim("5.1", CheckContext())
+    records = {c["name"]: c for c in entry["cross_checks"]}
+    assert records["matrix-free form at --scale toy"]["status"] == "verified"
+    dense = records["scale form vs dense form at --scale toy"]
+    assert dense["status"] == "failed" and "g* enclosure" in dense["detail"]
+    rows = {r["quantity"]: r for r in dense["rows"]}
+    assert rows["g* enclosure"]["error"] > 0.1 * rows["g* enclosure"]["dense"]   # disjoint by far, not by rounding
+    assert entry["status"] == "failed" and "cross-check scale form vs dense form" in entry["detail"]
 
 # ---- 5. time limits -------------------------------------------------------------------------------
 def _hang(*args, **kwargs):
