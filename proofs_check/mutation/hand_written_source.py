@@ -10,7 +10,7 @@ error, never as killed).
 
 Running one, in a scratch copy of the repository (the working tree is never touched):
 
-1. copy ``theory/``, ``numerics/``, ``proofs_check/``, ``benchmarks/`` and ``tests/`` to a temporary
+1. copy ``theory/``, ``numerics/``, ``proofs_check/``, ``benchmarks/``, ``tests/`` and ``docs/`` to a temporary
    folder and apply the replacement there;
 2. run the ledger check of every claim the mutant names, in a fresh interpreter on the copy:
    the mutant is **killed by the ledger** when one of them is no longer verified (a crash does
@@ -36,7 +36,8 @@ from proofs_check.mutation.processes import held, released
 from proofs_check.tables import bold, markdown_table, text_table
 
 REPO = Path(__file__).resolve().parents[2]
-COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests")
+#: docs/ too: checks read committed records there (docs/trained: the paper-setting checkpoints, study records)
+COPIED = ("theory", "numerics", "proofs_check", "benchmarks", "tests", "docs")
 
 
 @dataclass(frozen=True)
