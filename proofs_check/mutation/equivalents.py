@@ -125,10 +125,10 @@ def markdown(code: dict, command: str) -> str:
     lines = ["# Surviving code mutants", "",
              f"`{command}` (mutmut {code.get('version', '')}) over {', '.join(f'`{p}`' for p in code['paths'])} "
              f"with {', '.join(f'`{t}`' for t in code['tests'])}: **{code['killed']}/{code['total']} = "
-             f"{code['score']:.3f}** killed.", ""]
+             f"{code['score']:.4f}** killed.", ""]
     lines += markdown_table(("file", "mutants", "killed", "score", "equivalent", "device-only", "open"),
                             [(code_span(path), row["total"], row["killed"],
-                              f"{row['killed'] / row['total'] if row['total'] else float('nan'):.3f}",
+                              f"{row['killed'] / row['total'] if row['total'] else float('nan'):.4f}",
                               row["equivalent"], row["device-only"], row["open"])
                              for path, row in sorted(by_file.items())])
     lines += ["", "Every survivor is killed by a new test or justified by one of these rules "
