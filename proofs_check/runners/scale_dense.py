@@ -172,10 +172,14 @@ def _certificate_rows(claim_id: str, run, table: list[dict]) -> list[dict]:
     rows = []
     for name, lo, hi in (("μ", e.mu_lo, e.mu_hi), ("g*", e.g_lo, e.g_hi)):
         r = reported[name]
-        # two enclosures of the same number overlap; the distance between them is the error
-        gap = max(r["lo"] - hi, lo - r["hi"], 0.0)
+        ends = [r["lo"], r["hi"], lo, hi]
+        if all(math.isfinite(x) for x in ends):
+            # two enclosures of the same number overlap; the distance between them is the error
+            gap = max(r["lo"] - hi, lo - r["hi"], 0.0)
+        else:   # no enclosure (no certified gate): both forms must say so
+            gap = 0.0 if not any(math.isfinite(x) for x in ends) else math.inf
         rows.append({"quantity": f"{name} enclosure", "scale": r["value"], "dense": (lo + hi) / 2,
-                     "error": gap if math.isfinite(gap) else math.inf, "tolerance": 0.0})
+                     "error": gap, "tolerance": 0.0})
     return rows
 
 
