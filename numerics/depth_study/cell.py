@@ -54,7 +54,24 @@ def measure_cell(cfg, folder: str | Path, *, device: str = "cpu", windows: int =
                             spectrum_windows=spectrum_windows, seed=step,
                             heavy=step in (cfg.snapshots[0], cfg.snapshots[-1]))
         out["snapshots"][str(step)] = _to_cpu_floats(rec)
+    out["weight_motion"] = weight_motion(folder, cfg.snapshots[0], cfg.snapshots[-1])
     return out
+
+
+def weight_motion(folder: str | Path, first: int, last: int) -> dict:
+    """How far training moved the weights: ‖θ_last − θ_first‖_F/‖θ_first‖_F over the stack's trained tensors
+    (all layers together; the causal mask buffers excluded), and the same for the byte embedding."""
+    from numerics.depth_study.training import snapshot_path
+
+    a, b = (torch.load(snapshot_path(folder, s), weights_only=True, map_location="cpu") for s in (first, last))
+
+    def rel(keys) -> float:
+        num = sum(float((b[k].double() - a[k].double()).pow(2).sum()) for k in keys)
+        den = sum(float(a[k].double().pow(2).sum()) for k in keys)
+        return (num / den) ** 0.5
+
+    stack = [k for k in a if k.startswith("stack.") and not k.endswith("attn.bias")]
+    return {"stack": rel(stack), "embed": rel(["embed"])}
 
 
 def _to_cpu_floats(obj):

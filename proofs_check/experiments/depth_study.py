@@ -153,19 +153,22 @@ def results_markdown(record: dict) -> str:
                                                     for r in x["roughness"].values()), x["reading"]])
     lines += ["Slopes in L (loglog fits over L = " + ", ".join(map(str, record["depths"])) + "; * a fit with max "
               "|ln residual| > 0.35):", "", *markdown_table(rows[0], rows[1:]), ""]
+    moved = all("weight_motion" in c for c in record["cells"])
     rows = [["arm", "L", "validation loss (nats/byte)", "mean step", "median r", "fixed-pattern ē (0 → end)",
-             "gap g (0 → end)", "ε = L·h/g (end)"]]
+             "gap g (0 → end)", "ε = L·h/g (end)", *(["stack ‖θ_end − θ_0‖/‖θ_0‖"] if moved else [])]]
     for cell in sorted(record["cells"], key=lambda c: (c["config"]["arm"], c["config"]["layers"])):
         a, b = cell["snapshots"][str(d["first"])], cell["snapshots"][str(d["last"])]
         med = statistics.median(g["mean"] for g in b["roughness"].values())
         rows.append([cell["config"]["arm"], cell["config"]["layers"], f"{cell['run']['curves']['eval_loss'][-1]:.3f}",
                      f"{b['step']['mean']:.3f}", f"{med:.3f}",
                      f"{a['fixed_pattern']['mean']:.3f} → {b['fixed_pattern']['mean']:.3f}",
-                     f"{a['spectrum']['g']:.2f} → {b['spectrum']['g']:.2f}", f"{b['spectrum']['eps']:.3g}"])
+                     f"{a['spectrum']['g']:.2f} → {b['spectrum']['g']:.2f}", f"{b['spectrum']['eps']:.3g}",
+                     *([f"{cell['weight_motion']['stack']:.3f}"] if moved else [])])
     lines += ["Per cell at the end of training (step " + str(d["last"]) + "):", "", *markdown_table(rows[0], rows[1:]), "",
               f"The validation text's unigram entropy is {_unigram_entropy():.3f} nats/byte: a cell whose loss sits "
-              "near it has learnt little beyond byte frequencies (how far its weights moved from their initialisation "
-              "was not measured).", ""]
+              "near it has learnt little beyond byte frequencies"
+              + (" (the last column: how far training moved the stack's weights, all layers together)." if moved else
+                 " (how far its weights moved from their initialisation was not measured)."), ""]
     for arm, s in record["secondary"].items():
         slope = "n/a" if s["gap_slope_in_L"] is None else f"{s['gap_slope_in_L']:+.2f}"
         lines.append(f"- `{arm}`: factorisation adequate along text (ē ≤ 0.1 at every L): "
