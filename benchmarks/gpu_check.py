@@ -2,6 +2,7 @@
 budget (8 minutes by default), a failure or time-out recorded and the next step run.
 
     python -m benchmarks.gpu_check OUT_DIR [--device cuda|cpu|auto] [--budget 470] [--only NAME ...] [--list]
+    python -m benchmarks.gpu_check OUT_DIR --device cpu --smoke       (the same steps at toy sizes: minutes)
 
 Steps (``steps``), on ``--device``:
 
@@ -21,8 +22,13 @@ start-up fits the budget; a step that needs longer is cut at its limit and recor
 Each step gets ``min(limit, budget left)``; one that cannot get :data:`MIN_STEP` seconds is recorded as
 ``skipped``.
 
+``--smoke`` runs every step at its smallest size (one quick claim, ``--scale toy``, a 2-layer GPT-2 at T = 32;
+``bench`` only parses its arguments: its quick sizes take minutes), so that the script itself is exercised
+end to end on a CPU (tests/test_gpu_check.py); its numbers are no measurement.
+
 Writes OUT_DIR/summary.json and summary.txt: per step the command, exit status, wall seconds, CPU seconds
-(user + system of the step's processes, from ``os.wait4``), the share of host time (CPU seconds per wall
+(user + system of the step's processes, from ``os.wait4``), peak resident memory of the step's largest
+process (``ru_maxrss``), the share of host time (CPU seconds per wall
 second: near 1 or above for a host-bound step, near 0 for one that waits on the device), peak GPU memory
 (``nvidia-smi``'s memory.used, sampled every :data:`SAMPLE_SECONDS`, above the value before the step), and
 its log file; and machine.txt (nvidia-smi, lscpu, torch).  Exit status 0 when every step passed, else 1.
@@ -74,6 +80,7 @@ class StepResult:
     cpu_s: float = 0.0
     host_share: float | None = None
     peak_gpu_mib: float | None = None
+    peak_rss_mib: float | None = None
     log: str | None = None
     extra: dict = field(default_factory=dict)
 
@@ -83,29 +90,34 @@ def fastslow(*args: str) -> list[str]:
     return [sys.executable, "-m", "proofs_check.cli", *args]
 
 
-def steps(out: Path, device: str) -> list[Step]:
-    """Every step of the run, in order, with its limit."""
+#: ``--smoke``: the step's arguments at the smallest size, and its limit
+SMOKE_LIMIT = 120
+
+
+def steps(out: Path, device: str, smoke: bool = False) -> list[Step]:
+    """Every step of the run, in order, with its limit (``smoke``: at toy sizes, see the module docstring)."""
     quick = ["--quick"] if device == "cpu" else []
-    run = [Step("ledger", fastslow("check", "--profile", "thorough", "--device", device, "--no-progress",
+    ledger = ["--claim", "2.3", "--quick"] if smoke else ["--profile", "thorough"]
+    run = [Step("ledger", fastslow("check", *ledger, "--device", device, "--no-progress",
                                    "--json", str(out / "ledger.json")), LIMITS["ledger"]),
            Step("device-tests", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cuda",
                                  "tests/test_device_factories.py"], LIMITS["device-tests"]),
-           Step("bench", fastslow("bench", "--device", device, *quick, "--json", str(out / "bench.json")),
-                LIMITS["bench"])]
+           Step("bench", fastslow("bench", "--device", device, *quick, "--json", str(out / "bench.json"),
+                                  *(["--help"] if smoke else [])), LIMITS["bench"])]
     for preset in PRESETS:
         for dtype in DTYPES:
             name = f"scale-{preset}-{dtype}"
-            run.append(Step(name, fastslow("check", "--scale", preset, "--dtype", dtype, "--device", device,
+            run.append(Step(name, fastslow("check", "--scale", "toy" if smoke else preset, "--dtype", dtype, "--device", device,
                                            "--no-progress", "--json", str(out / f"{name}.json")), LIMITS[name]))
     hf, ckpt = out / "gpt2-124m-hf", out / "gpt2-124m"
     run += [Step("hf-save", [sys.executable, "-c", "import sys; from pathlib import Path; "
-                             "from benchmarks.hf_gpt2_small import SMALL, save_model; "
-                             "save_model(SMALL, Path(sys.argv[1]))", str(hf)], LIMITS["hf-save"]),
-            Step("hf-import", fastslow("import-hf", str(hf), "--out", str(ckpt), "--T", str(HF_T)),
+                             f"from benchmarks.hf_gpt2_small import {'TINY' if smoke else 'SMALL'}, save_model; "
+                             f"save_model({'TINY' if smoke else 'SMALL'}, Path(sys.argv[1]))", str(hf)], LIMITS["hf-save"]),
+            Step("hf-import", fastslow("import-hf", str(hf), "--out", str(ckpt), "--T", str(32 if smoke else HF_T)),
                  LIMITS["hf-import"]),
             Step("hf-check-stack", fastslow("check", "--stack", str(ckpt), "--device", device, "--no-progress",
                                             "--json", str(out / "hf-check-stack.json")), LIMITS["hf-check-stack"])]
-    return run
+    return [Step(s.name, s.argv, SMOKE_LIMIT) for s in run] if smoke else run
 
 
 def gpu_memory_mib() -> float | None:
@@ -150,7 +162,8 @@ def run_step(step: Step, limit: float, log: Path) -> StepResult:
     cpu = usage.ru_utime + usage.ru_stime
     return StepResult(step.name, step.argv, "timed_out" if timed_out else "passed" if code == 0 else "failed",
                       exit=code, limit_s=limit, wall_s=wall, cpu_s=cpu, host_share=cpu / wall if wall > 0 else None,
-                      peak_gpu_mib=None if base is None else peak - base, log=log.name)
+                      peak_gpu_mib=None if base is None else peak - base, peak_rss_mib=usage.ru_maxrss / 1024,
+                      log=log.name)
 
 
 def run_steps(plan: list[Step], out: Path, budget: float = BUDGET) -> list[StepResult]:
@@ -172,11 +185,12 @@ def summary_line(r: StepResult) -> str:
         return f"{r.name:28s} skipped: {r.extra.get('reason', '')}"
     gpu = "n/a" if r.peak_gpu_mib is None else f"{r.peak_gpu_mib:.0f} MiB"
     return (f"{r.name:28s} {r.status:9s} exit {r.exit!s:>4}  wall {r.wall_s:6.1f} s (limit {r.limit_s:.0f})  "
-            f"CPU {r.cpu_s:6.1f} s  host share {r.host_share or 0:.2f}  peak GPU {gpu}  log {r.log}")
+            f"CPU {r.cpu_s:6.1f} s  host share {r.host_share or 0:.2f}  peak RSS {r.peak_rss_mib or 0:.0f} MiB  "
+            f"peak GPU {gpu}  log {r.log}")
 
 
-def summary(results: list[StepResult], device: str, budget: float, wall: float) -> dict:
-    return {"device": device, "budget_s": budget, "wall_s": wall,
+def summary(results: list[StepResult], device: str, budget: float, wall: float, smoke: bool = False) -> dict:
+    return {"device": device, "budget_s": budget, "wall_s": wall, "smoke": smoke,
             "passed": all(r.status == "passed" for r in results),
             "host_share_definition": "CPU seconds (user + system of the step's processes) per wall second",
             "steps": [asdict(r) for r in results]}
@@ -210,9 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=BUDGET, help=f"seconds for all steps (default {BUDGET:.0f})")
     p.add_argument("--only", action="append", metavar="NAME", help="only this step (repeatable)")
     p.add_argument("--list", action="store_true", help="list the steps and their limits, run nothing")
+    p.add_argument("--smoke", action="store_true", help="every step at toy size (a dry run of the script)")
     args = p.parse_args(argv)
     out = Path(args.out)
-    plan = steps(out, args.device)
+    plan = steps(out, args.device, smoke=args.smoke)
     unknown = sorted(set(args.only or ()) - {s.name for s in plan})
     if unknown:
         p.error(f"--only {', '.join(unknown)}: no such step (steps: {', '.join(s.name for s in plan)})")
@@ -228,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     machine(out)
     start = time.perf_counter()
     results = run_steps(plan, out, args.budget)
-    data = summary(results, args.device, args.budget, time.perf_counter() - start)
+    data = summary(results, args.device, args.budget, time.perf_counter() - start, smoke=args.smoke)
     write_summary(out, data)
     print(f"summary: {out / 'summary.txt'}")
     return 0 if data["passed"] else 1

@@ -66,8 +66,8 @@ class ByteCorpus:
         if T > len(tokens):
             raise ValueError(f"T={T} is longer than the {split} split ({len(tokens)} tokens)")
         gen = torch.Generator().manual_seed(int(seed))
-        starts = torch.randint(len(tokens) - T + 1, (batch,), generator=gen)
-        return tokens[starts[:, None] + torch.arange(T)]
+        starts = torch.randint(len(tokens) - T + 1, (batch,), generator=gen, device="cpu")  # seeded on the host (a CPU generator); indexes the host token array
+        return tokens[starts[:, None] + torch.arange(T, device=tokens.device)]
 
     def validation_windows(self, T: int, max_windows: int) -> torch.Tensor:
         """Non-overlapping validation windows (at most ``max_windows``), the same for every run."""

@@ -131,7 +131,7 @@ def timing_ratio(T: int, P: int, d: int, heads: int, repeats: int = 20, device=N
                  dtype=torch.float32, seed: int = 0) -> dict:
     """Measured time(fast attention on T tokens) / time(slow path on T/P block tokens), one run."""
     fast, slow = paths(T, P, d, heads, seed, device=device, dtype=dtype)
-    x = torch.randn(T, d, generator=torch.Generator().manual_seed(seed)).to(device=fast.W_Q.device, dtype=dtype)
+    x = torch.randn(T, d, generator=torch.Generator().manual_seed(seed), device="cpu").to(device=fast.W_Q.device, dtype=dtype)
     t_fast, t_slow = time_module(fast, x, repeats), time_module(slow, x, repeats)
     return {"T": T, "P": P, "d": d, "heads": heads, "t_fast": t_fast, "t_slow": t_slow,
             "ratio": t_fast / t_slow}

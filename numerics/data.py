@@ -51,7 +51,7 @@ class TopicBlocks:
     def topics(self, dtype=torch.float64) -> torch.Tensor:
         """The M emission distributions θ_z, shape (M, V), rows summing to 1."""
         gen = torch.Generator().manual_seed(self.seed)
-        conc = torch.full((self.V,), float(self.concentration), dtype=torch.float64)
+        conc = torch.full((self.V,), float(self.concentration), dtype=torch.float64, device="cpu")  # the Dirichlet draw below uses a CPU generator
         # Dirichlet via normalised Gammas, drawn with our generator (torch.distributions has none).
         draws = torch._standard_gamma(conc.expand(self.M, self.V).contiguous(), generator=gen)
         return (draws / draws.sum(-1, keepdim=True)).to(dtype)
@@ -64,13 +64,13 @@ class TopicBlocks:
             raise ValueError(f"T={T} is not divisible by P={self.P}")
         n = T // self.P
         gen = torch.Generator().manual_seed(int(seed))
-        fresh = torch.randint(self.M, (batch, n), generator=gen)
-        keep = torch.rand(batch, n, generator=gen, dtype=torch.float64) < self.rho
+        fresh = torch.randint(self.M, (batch, n), generator=gen, device="cpu")  # seeded on the host (a CPU generator)
+        keep = torch.rand(batch, n, generator=gen, dtype=torch.float64, device="cpu") < self.rho  # seeded on the host (a CPU generator)
         z = fresh.clone()
         for b in range(1, n):
             z[:, b] = torch.where(keep[:, b], z[:, b - 1], fresh[:, b])
         probs = self.topics()[z]                                   # (batch, n, V)
-        u = torch.rand(batch, n, self.P, generator=gen, dtype=torch.float64)
+        u = torch.rand(batch, n, self.P, generator=gen, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
         cdf = probs.cumsum(-1)
         cdf[..., -1] = 1.0  # the last bin closes at 1 exactly (u < 1), whatever the rounding
         tokens = (u[..., None] >= cdf[:, :, None, :]).sum(-1)

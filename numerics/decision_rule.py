@@ -65,10 +65,10 @@ def summarise(result: dict) -> dict:
         row = {}
         per_seq = {}
         for arm, bayes_key in (("coupled", "hist"), ("frozen", "local")):
-            finals = torch.tensor([r["curves"]["eval_loss"][-1] for r in s["runs"][arm]], dtype=torch.float64)
+            finals = torch.tensor([r["curves"]["eval_loss"][-1] for r in s["runs"][arm]], dtype=torch.float64, device="cpu")  # host: Python floats from the summary
             per_seq[arm] = torch.tensor([r["curves"]["final_eval_per_seq"] for r in s["runs"][arm]],
-                                        dtype=torch.float64)  # (seeds, sequences)
-            bayes_seq = torch.tensor(s["bayes"]["eval_per_seq"][bayes_key], dtype=torch.float64)
+                                        dtype=torch.float64, device="cpu")  # (seeds, sequences)
+            bayes_seq = torch.tensor(s["bayes"]["eval_per_seq"][bayes_key], dtype=torch.float64, device="cpu")  # host: Python floats from the summary
             excess_seq = per_seq[arm].mean(0) - bayes_seq
             row[arm] = {"mean": float(finals.mean()), "std": float(finals.std()) if finals.numel() > 1 else 0.0,
                         "bayes": float(bayes_seq.mean()), "excess": float(excess_seq.mean()),

@@ -18,7 +18,7 @@ SCALAR_FAMILIES = ("gaussian", "bernoulli", "poisson")
 
 
 def _t(value) -> torch.Tensor:
-    return torch.as_tensor(value, dtype=F64)
+    return torch.as_tensor(value, dtype=F64, device="cpu")  # the emission model's Monte Carlo runs on the host (no stack)
 
 
 # ---------------------------------------------------------------- 7.1 posteriors on a grid
@@ -89,11 +89,11 @@ def total_variation(logp: torch.Tensor, logq: torch.Tensor, grid: torch.Tensor) 
 
 def grid_for(family: str, n: int = 2001) -> torch.Tensor:
     if family == "gaussian":
-        return torch.linspace(-6.0, 6.0, n, dtype=F64)
+        return torch.linspace(-6.0, 6.0, n, dtype=F64, device="cpu")  # host grid (emission model)
     if family == "bernoulli":
-        return torch.linspace(1e-4, 1 - 1e-4, n, dtype=F64)
+        return torch.linspace(1e-4, 1 - 1e-4, n, dtype=F64, device="cpu")  # host grid (emission model)
     if family == "poisson":
-        return torch.linspace(1e-3, 15.0, n, dtype=F64)
+        return torch.linspace(1e-3, 15.0, n, dtype=F64, device="cpu")  # host grid (emission model)
     raise ValueError(f"family={family!r} is not one of {', '.join(SCALAR_FAMILIES)}")
 
 
@@ -133,7 +133,7 @@ def categorical_sufficiency_gap(tokens: torch.Tensor, alpha: tuple[float, float,
     """K = 3: Dirichlet prior × Π θ_{x_i} on a simplex grid vs Dirichlet(α + P p̄) from counts/P."""
     if tokens.min() < 0 or tokens.max() > 2:
         raise ValueError("tokens must lie in {0, 1, 2} for the K = 3 categorical family")
-    u = torch.linspace(1e-3, 1 - 1e-3, n, dtype=F64)
+    u = torch.linspace(1e-3, 1 - 1e-3, n, dtype=F64, device="cpu")  # host grid (emission model)
     t1, t2 = torch.meshgrid(u, u, indexing="ij")
     inside = (t1 + t2) < 1 - 1e-3
     t1, t2 = t1[inside], t2[inside]
@@ -165,9 +165,9 @@ def kalman_risk(rho, s2, sigma2, P, k, n_prev) -> float:
 
 def conditional_gaussian_risk(rho, s2, sigma2, P, k, n_prev) -> float:
     """The same risk from the joint Gaussian of all tokens (Schur complement), no recursion."""
-    blocks = torch.cat([torch.arange(n_prev).repeat_interleave(P), torch.full((k + 1,), n_prev)])
+    blocks = torch.cat([torch.arange(n_prev, device="cpu").repeat_interleave(P), torch.full((k + 1,), n_prev, device="cpu")])  # host: block indices of the covariance
     lag = (blocks[:, None] - blocks[None, :]).abs().to(F64)
-    cov = gen.ar1_token_cov(_t(s2), _t(rho), lag) + sigma2 * torch.eye(len(blocks), dtype=F64)
+    cov = gen.ar1_token_cov(_t(s2), _t(rho), lag) + sigma2 * torch.eye(len(blocks), dtype=F64, device="cpu")  # host (emission model)
     Sxx, sxy, syy = cov[:-1, :-1], cov[:-1, -1:], cov[-1, -1]
     if Sxx.shape[0] == 0:
         return float(syy)
@@ -178,12 +178,12 @@ def simulate_gaussian_blocks(n_seq: int, n_blocks: int, P: int, rho: float, s2: 
                              seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """μ_b stationary AR(1) (variance s², correlation ρ) and tokens x_{b,i} = μ_b + σ ε: (n_seq, n_blocks, P)."""
     g = torch.Generator().manual_seed(seed)
-    mu = torch.empty(n_seq, n_blocks, dtype=F64)
-    mu[:, 0] = math.sqrt(s2) * torch.randn(n_seq, generator=g, dtype=F64)
-    innov = math.sqrt((1 - rho ** 2) * s2) * torch.randn(n_seq, n_blocks, generator=g, dtype=F64)
+    mu = torch.empty(n_seq, n_blocks, dtype=F64, device="cpu")  # host (emission model)
+    mu[:, 0] = math.sqrt(s2) * torch.randn(n_seq, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator)
+    innov = math.sqrt((1 - rho ** 2) * s2) * torch.randn(n_seq, n_blocks, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator)
     for b in range(1, n_blocks):
         mu[:, b] = rho * mu[:, b - 1] + innov[:, b]
-    x = mu[..., None] + math.sqrt(sigma2) * torch.randn(n_seq, n_blocks, P, generator=g, dtype=F64)
+    x = mu[..., None] + math.sqrt(sigma2) * torch.randn(n_seq, n_blocks, P, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator)
     return mu, x
 
 
@@ -192,13 +192,13 @@ def kalman_predictions(x: torch.Tensor, k: int, rho: float, s2: float, sigma2: f
     whole history (Kalman filter: conjugate update per block, AR(1) prediction between)."""
     n_seq, n_blocks, P = x.shape
     R, S2, SIG = _t(rho), _t(s2), _t(sigma2)
-    m, v = torch.zeros(n_seq, dtype=F64), S2.expand(n_seq)
+    m, v = torch.zeros(n_seq, dtype=F64, device="cpu"), S2.expand(n_seq)  # host (emission model)
     for b in range(n_blocks - 1):
         xb = x[:, b].mean(-1)
         m_post = gen.gaussian_posterior_mean(m, v, SIG, _t(P), xb)
         v_post = gen.gaussian_posterior_var(v, SIG, _t(P))
         m, v = R * m_post, gen.ar1_predict_var(v_post, R, S2)
-    cur = x[:, -1, :k].mean(-1) if k > 0 else torch.zeros(n_seq, dtype=F64)
+    cur = x[:, -1, :k].mean(-1) if k > 0 else torch.zeros(n_seq, dtype=F64, device="cpu")  # host (emission model)
     pred_hist = gen.gaussian_posterior_mean(m, v, SIG, _t(k), cur)
     pred_cur = gen.gaussian_posterior_mean(torch.zeros_like(m), S2.expand(n_seq), SIG, _t(k), cur)
     return {"y": x[:, -1, k], "hist": pred_hist, "cur": pred_cur}
@@ -315,8 +315,8 @@ def topic_filter_losses(tokens: torch.Tensor, topics: torch.Tensor, P: int, rho:
     M = topics.shape[0]
     R, Mt = _t(rho), _t(M)
     lik = topics.T[tokens]                                  # (batch, T, M): θ_z(x_t)
-    uniform = torch.full((batch, M), 1.0 / M, dtype=F64)
-    out = {name: torch.empty(batch, T - 1, dtype=F64) for name in ("hist", "local")}
+    uniform = torch.full((batch, M), 1.0 / M, dtype=F64, device="cpu")  # host (emission model)
+    out = {name: torch.empty(batch, T - 1, dtype=F64, device="cpu") for name in ("hist", "local")}  # host (emission model)
     q_hist, q_local = uniform.clone(), uniform.clone()
     for t in range(T):
         if t > 0 and t % P == 0:

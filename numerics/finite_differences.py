@@ -60,8 +60,8 @@ def check_against(f, X: torch.Tensor, V: torch.Tensor, JV: torch.Tensor, gamma: 
     bound = error_bound(third, f_norm, gamma, h)
     hs = [h * 10 ** e for e in (1.0, 1.5, 2.0)]
     errs = [float((central_difference(f, X, V, hh) - JV).norm()) for hh in hs]
-    x = torch.log(torch.tensor(hs, dtype=torch.float64))
-    y = torch.log(torch.tensor(errs, dtype=torch.float64))
+    x = torch.log(torch.tensor(hs, dtype=torch.float64, device="cpu"))  # host: a fit of Python floats
+    y = torch.log(torch.tensor(errs, dtype=torch.float64, device="cpu"))  # host: a fit of Python floats
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
     return {"h": h, "error": err, "bound": bound, "ratio": err / bound, "slope_h": slope, "hs": hs, "errors": errs,
             "third_norm": third, "f_norm": f_norm}

@@ -71,7 +71,7 @@ def first_crossing(f, scale: float, sign: float, doublings: int = CAP_DOUBLINGS)
     """The smallest |g| = x > 0 (g = sign·x) on the doubling grid scale·2^j, j ≤ ``doublings``, where
     f(g) > 0, refined by bisection between the last grid point with f ≤ 0 and the first with f > 0."""
     xs = scale * 2.0 ** torch.arange(0, doublings + 1, dtype=torch.float64, device="cpu")  # a grid of gates: f takes floats
-    xs = torch.cat([torch.zeros(1, dtype=torch.float64, device="cpu"), xs])
+    xs = torch.cat([torch.zeros(1, dtype=torch.float64, device="cpu"), xs])  # the grid's host floats, as above
     vals = f(sign * xs)
     if bool(vals[0] > 0):
         return 0.0

@@ -33,8 +33,8 @@ def gpt2_byte_ids() -> torch.Tensor:
     printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
                  + list(range(ord("®"), ord("ÿ") + 1)))
     order = printable + [b for b in range(256) if b not in printable]
-    ids = torch.empty(256, dtype=torch.int64)
-    ids[torch.tensor(order)] = torch.arange(256)
+    ids = torch.empty(256, dtype=torch.int64, device="cpu")  # a host lookup table (byte -> id)
+    ids[torch.tensor(order, device="cpu")] = torch.arange(256, device="cpu")  # host lookup table
     return ids
 
 

@@ -40,9 +40,10 @@ def reference_input(stack, seed: int, homogeneous: bool = True, delta: float = 0
     """A seeded input: 1x̄ᵀ (homogeneous) or i.i.d. tokens, plus ``delta`` times an i.i.d. perturbation."""
     g = torch.Generator().manual_seed(seed)
     T, d = stack.config.T, stack.config.d
-    xbar = torch.randn(d, generator=g, dtype=F64)
-    X = xbar.expand(T, d).clone() if homogeneous else torch.randn(T, d, generator=g, dtype=F64)
-    return X + delta * torch.randn(T, d, generator=g, dtype=F64)
+    device = next((p.device for p in stack.parameters()), torch.device("cpu"))
+    xbar = torch.randn(d, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator)
+    X = xbar.expand(T, d).clone() if homogeneous else torch.randn(T, d, generator=g, dtype=F64, device="cpu")  # seeded
+    return (X + delta * torch.randn(T, d, generator=g, dtype=F64, device="cpu")).to(device)  # seeded, moved on
 
 
 def state_jacobian(stack, X: torch.Tensor) -> torch.Tensor:

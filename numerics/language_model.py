@@ -26,11 +26,11 @@ class LanguageModel(nn.Module):
         super().__init__()
         d = stack.config.d
         gen = torch.Generator().manual_seed(10_007 * seed + 1)
-        self.embed = nn.Parameter(torch.randn(V, d, generator=gen, dtype=torch.float64).to(dtype))
+        self.embed = nn.Parameter(torch.randn(V, d, generator=gen, dtype=torch.float64, device="cpu").to(dtype))
         self.stack = stack
         self.ln_f = LayerNorm(d).to(dtype)
-        self.head = nn.Parameter((torch.randn(d, V, generator=gen, dtype=torch.float64) / math.sqrt(d)).to(dtype))
-        self.head_bias = nn.Parameter(torch.zeros(V, dtype=dtype))
+        self.head = nn.Parameter((torch.randn(d, V, generator=gen, dtype=torch.float64, device="cpu") / math.sqrt(d)).to(dtype))  # seeded on the host (a CPU generator)
+        self.head_bias = nn.Parameter(torch.zeros(V, dtype=dtype, device=self.embed.device))
         if freeze_gates:
             for g in self.gates():
                 g.requires_grad_(False)
@@ -58,7 +58,7 @@ def next_token_loss(model: nn.Module, tokens: torch.Tensor, positions: slice = s
 
 def local_causal_bias(T: int, P: int, heads: int, dtype) -> torch.Tensor:
     """Score bias (heads, T, T): token i sees token j iff j ≤ i and both lie in the same block."""
-    i = torch.arange(T)
+    i = torch.arange(T, device="cpu")  # a host mask; the module's .to(device) moves the bias
     allowed = (i[None, :] <= i[:, None]) & (i[None, :] // P == i[:, None] // P)
-    bias = torch.zeros(heads, T, T, dtype=dtype)
+    bias = torch.zeros(heads, T, T, dtype=dtype, device="cpu")  # as the mask
     return bias.masked_fill(~allowed, -math.inf)

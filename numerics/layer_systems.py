@@ -34,7 +34,7 @@ from numerics.precision import EPS64
 # -- abstract per-layer systems ------------------------------------------------------------------
 
 def _norm_arrays(a, k=None):
-    a = torch.as_tensor(a, dtype=torch.float64) if not torch.is_tensor(a) else a
+    a = torch.as_tensor(a, dtype=torch.float64, device="cpu") if not torch.is_tensor(a) else a  # host: Python floats (a tensor keeps its device)
     if a.dim() < 1 or a.shape[-1] < 1:
         raise ValueError(f"a has shape {tuple(a.shape)}: need (..., layers) with layers >= 1")
     if not torch.isfinite(a).all() or (a <= 0).any():
@@ -265,7 +265,7 @@ def _smallest_crossing(coeffs: torch.Tensor) -> torch.Tensor:
                 if abs(r.imag) <= 1e-9 * max(1.0, abs(r.real)):
                     best = min(best, abs(r.real))
         out[b] = best
-    return torch.as_tensor(out, dtype=coeffs.dtype).reshape(coeffs.shape[:-2])
+    return torch.as_tensor(out, dtype=coeffs.dtype, device=coeffs.device).reshape(coeffs.shape[:-2])
 
 
 def jury_gate_radius(G: torch.Tensor, K: torch.Tensor, h: float) -> torch.Tensor:
@@ -308,7 +308,7 @@ def continuous_norm_gate_bound(F: torch.Tensor, K: torch.Tensor) -> torch.Tensor
 # -- random systems ------------------------------------------------------------------------------
 
 def _orthogonal(batch: int, n: int, gen_: torch.Generator) -> torch.Tensor:
-    Q, R = torch.linalg.qr(torch.randn(batch, n, n, generator=gen_, dtype=torch.float64))
+    Q, R = torch.linalg.qr(torch.randn(batch, n, n, generator=gen_, dtype=torch.float64, device="cpu"))  # seeded on the host (a CPU generator)
     return Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[..., None, :]
 
 
@@ -322,11 +322,11 @@ def random_systems(batch: int, layers: int, dim: int, seed: int, *,
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}={v!r} must be a positive integer")
     gen_ = torch.Generator().manual_seed(seed)
-    G = torch.randn(batch, layers, dim, dim, generator=gen_, dtype=torch.float64)
+    G = torch.randn(batch, layers, dim, dim, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     lo, hi = norm_range
-    target = lo + (hi - lo) * torch.rand(batch, layers, generator=gen_, dtype=torch.float64)
+    target = lo + (hi - lo) * torch.rand(batch, layers, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     G = G * (target / spectral_norm(G))[..., None, None]
-    K = torch.randn(batch, layers, dim, dim, generator=gen_, dtype=torch.float64) / math.sqrt(dim)
+    K = torch.randn(batch, layers, dim, dim, generator=gen_, dtype=torch.float64, device="cpu") / math.sqrt(dim)  # seeded on the host (a CPU generator)
     return G, K
 
 
@@ -338,10 +338,10 @@ def aligned_systems(batch: int, layers: int, dim: int, seed: int, *,
     gen_ = torch.Generator().manual_seed(seed)
     U = _orthogonal(batch, dim, gen_)[:, None]
     lo, hi = norm_range
-    top_a = lo + (hi - lo) * torch.rand(batch, layers, 1, generator=gen_, dtype=torch.float64)
-    rest_a = top_a * torch.rand(batch, layers, dim - 1, generator=gen_, dtype=torch.float64)
-    top_k = 0.5 + torch.rand(batch, layers, 1, generator=gen_, dtype=torch.float64)
-    rest_k = top_k * torch.rand(batch, layers, dim - 1, generator=gen_, dtype=torch.float64)
+    top_a = lo + (hi - lo) * torch.rand(batch, layers, 1, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    rest_a = top_a * torch.rand(batch, layers, dim - 1, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    top_k = 0.5 + torch.rand(batch, layers, 1, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    rest_k = top_k * torch.rand(batch, layers, dim - 1, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     a = torch.cat([top_a, rest_a], -1)
     k = torch.cat([top_k, rest_k], -1)
     G = U @ torch.diag_embed(a) @ U.transpose(-1, -2)
@@ -359,8 +359,8 @@ def random_continuous_2x2(batch: int, seed: int) -> tuple[torch.Tensor, torch.Te
     """2×2 pairs (F, K): F Gaussian shifted so that its log-norm is −u, u uniform in (0.1, 1);
     K Gaussian."""
     gen_ = torch.Generator().manual_seed(seed)
-    F = torch.randn(batch, 2, 2, generator=gen_, dtype=torch.float64)
-    u = 0.1 + 0.9 * torch.rand(batch, generator=gen_, dtype=torch.float64)
-    F = F - (log_norm(F) + u)[:, None, None] * torch.eye(2, dtype=torch.float64)
-    K = torch.randn(batch, 2, 2, generator=gen_, dtype=torch.float64)
+    F = torch.randn(batch, 2, 2, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    u = 0.1 + 0.9 * torch.rand(batch, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    F = F - (log_norm(F) + u)[:, None, None] * torch.eye(2, dtype=torch.float64, device=F.device)
+    K = torch.randn(batch, 2, 2, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     return F, K

@@ -28,10 +28,10 @@ from numerics.reach import tail_stack
 def readout(d: int, vocab: int, seed: int, dtype=torch.float64):
     """A random readout (LN gains/biases, head, head bias) as a function x (..., d) -> logits (..., V)."""
     g = torch.Generator().manual_seed(seed)
-    gamma = 1.0 + 0.1 * torch.randn(d, generator=g, dtype=torch.float64)
-    beta = 0.1 * torch.randn(d, generator=g, dtype=torch.float64)
-    head = torch.randn(d, vocab, generator=g, dtype=torch.float64) / d ** 0.5
-    bias = 0.1 * torch.randn(vocab, generator=g, dtype=torch.float64)
+    gamma = 1.0 + 0.1 * torch.randn(d, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    beta = 0.1 * torch.randn(d, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
+    head = torch.randn(d, vocab, generator=g, dtype=torch.float64, device="cpu") / d ** 0.5  # seeded on the host (a CPU generator)
+    bias = 0.1 * torch.randn(vocab, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     gamma, beta, head, bias = (t.to(dtype) for t in (gamma, beta, head, bias))
 
     def logits(x):

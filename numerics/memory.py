@@ -37,7 +37,7 @@ LAYER_OVERHEAD = 24 * 1024
 
 
 def _itemsize(dtype) -> int:
-    return torch.empty((), dtype=dtype or torch.float64).element_size()
+    return torch.empty((), dtype=dtype or torch.float64, device="meta").element_size()
 
 
 def layer_parameters(d: int, P: int | None, mlp_ratio: int = 4) -> int:

@@ -255,7 +255,7 @@ def relative_tangents(stack, leaves, seed: int) -> dict[str, torch.Tensor]:
     out = {}
     for name, p in stack.named_parameters():
         if name.rsplit(".", 1)[-1] in leaves:
-            z = torch.randn(p.shape, generator=g, dtype=torch.float64).to(p.dtype)
+            z = torch.randn(p.shape, generator=g, dtype=torch.float64, device="cpu").to(p)
             out[name] = z * (p.detach().norm() / z.norm())
     return out
 

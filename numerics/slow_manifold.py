@@ -76,14 +76,14 @@ def _check_eps(eps: float) -> float:
 
 
 def _t(values) -> list[torch.Tensor]:
-    return [torch.as_tensor(v, dtype=torch.float64) for v in values]
+    return [torch.as_tensor(v, dtype=torch.float64, device="cpu") for v in values]  # host: solve_ivp's numpy values
 
 
 def vector_field(system: str, eps: float):
     """(fun, jac) for solve_ivp from the generated [f/ε; g] and its Jacobian."""
     _check_system(system)
     rhs, jac = _fn(f"{system}_rhs"), _fn(f"{system}_jac")
-    e = torch.tensor(_check_eps(eps), dtype=torch.float64)
+    e = torch.tensor(_check_eps(eps), dtype=torch.float64, device="cpu")  # host: solve_ivp's numpy values
 
     def fun(t, z):
         with torch.inference_mode():  # one call per Radau stage: keep torch's per-op overhead low
@@ -136,8 +136,8 @@ def token_recurrence(system: str, P: int, t_end: float | None = None) -> Traject
         raise ValueError(f"P={P!r} must be an integer ≥ 2")
     t_end = spec.t_end if t_end is None else t_end
     eps = 1.0 / P
-    z = torch.tensor(spec.x0 + spec.y0, dtype=torch.float64)
-    M = _fn(f"{system}_jac")(*_t(z), torch.tensor(eps, dtype=torch.float64))
+    z = torch.tensor(spec.x0 + spec.y0, dtype=torch.float64, device="cpu")  # host: solve_ivp's numpy values
+    M = _fn(f"{system}_jac")(*_t(z), torch.tensor(eps, dtype=torch.float64, device="cpu"))  # host: solve_ivp's numpy values
     E = torch.linalg.matrix_exp(M * (BLOCK_TIME / P))
     n_blocks = int(round(t_end / BLOCK_TIME))
     states = [z]
@@ -152,7 +152,7 @@ def token_recurrence(system: str, P: int, t_end: float | None = None) -> Traject
 
 def manifold(system: str, k: int, y: np.ndarray, eps: float) -> np.ndarray:
     """φ^{(k)}(y) at every row of y (n_t, n) -> (n_t, m)."""
-    out = _fn(f"{system}_phi{k}")(*_t(y.T), torch.tensor(eps, dtype=torch.float64))
+    out = _fn(f"{system}_phi{k}")(*_t(y.T), torch.tensor(eps, dtype=torch.float64, device="cpu"))  # host: returns numpy
     return out[..., 0].numpy()
 
 

@@ -358,7 +358,7 @@ def _gate_gradient_information(cfg, seed, n_batches, batch) -> dict:
             grads.append(sum(torch.autograd.grad(loss, model.gates())))
         raw.append(float(grads[0]))
         info.append(float(grads[0] - grads[1]))
-    raw_t, info_t = torch.tensor(raw, dtype=torch.float64), torch.tensor(info, dtype=torch.float64)
+    raw_t, info_t = torch.tensor(raw, dtype=torch.float64, device="cpu"), torch.tensor(info, dtype=torch.float64, device="cpu")  # host: Python floats
     n = math.sqrt(n_batches)
     return {"raw": float(raw_t.mean()), "se_raw": float(raw_t.std() / n),
             "info": float(info_t.mean()), "se_info": float(info_t.std() / n)}

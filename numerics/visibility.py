@@ -150,7 +150,7 @@ def mean_carrying_offset(stack, seed: int) -> torch.Tensor:
 def _random_offset(stack, seed):
     cfg = stack.config
     gen_ = torch.Generator().manual_seed(seed)
-    p = torch.randn(cfg.T, cfg.d, generator=gen_, dtype=torch.float64, device="cpu")
+    p = torch.randn(cfg.T, cfg.d, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator), moved below
     p = p / torch.linalg.matrix_norm(p)
     dtype = next(stack.parameters()).dtype
     return p.to(dtype=dtype, device=next(stack.parameters()).device)

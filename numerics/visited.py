@@ -126,7 +126,7 @@ def kernel_commutators(stack, X: torch.Tensor, pairs: int, seed: int) -> list[fl
         states = base.trajectory(X)
     kernels = torch.cat([visited_kernels(layer, states[ell]) for ell, layer in enumerate(base.layers)])
     g = torch.Generator().manual_seed(seed)
-    drawn = torch.randint(kernels.shape[0], (pairs, 2), generator=g).tolist()
+    drawn = torch.randint(kernels.shape[0], (pairs, 2), generator=g, device="cpu").tolist()  # host: indices read back as Python ints
     return [float((kernels[i] @ kernels[j] - kernels[j] @ kernels[i]).norm() / (kernels[i].norm() * kernels[j].norm()))
             for i, j in drawn if i != j]
 

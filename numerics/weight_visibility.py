@@ -50,7 +50,7 @@ class FlatWeights:
 
     def mask(self, exclude=QK) -> torch.Tensor:
         """1 on every weight whose leaf name is not in ``exclude``, 0 on those that are."""
-        parts = [torch.full((s.numel(),), float(n.rsplit(".", 1)[-1] not in exclude), dtype=self.theta.dtype)
+        parts = [torch.full((s.numel(),), float(n.rsplit(".", 1)[-1] not in exclude), dtype=self.theta.dtype, device=self.theta.device)
                  for n, s in zip(self.names, self.shapes)]
         return torch.cat(parts)
 
@@ -68,7 +68,7 @@ def directions(flat: FlatWeights, J: torch.Tensor, seed: int) -> tuple[torch.Ten
     rank = int((S > S[0] * torch.finfo(J.dtype).eps ** 0.5).sum())
     row = Vh[:rank]
     g = torch.Generator().manual_seed(seed)
-    z = torch.randn(J.shape[1], generator=g, dtype=torch.float64).to(J.dtype) * flat.mask()
+    z = torch.randn(J.shape[1], generator=g, dtype=torch.float64, device="cpu").to(J) * flat.mask()
     z = z - row.T @ (row @ z)
     z = z - row.T @ (row @ z)        # twice: the projection's rounding is then ≤ eps·‖z‖
     return z / z.norm(), Vh[0], float(S[0])

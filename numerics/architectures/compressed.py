@@ -25,9 +25,9 @@ class CompressedAttention(nn.Module):
     def __init__(self, d: int, heads: int, T: int, P: int):
         super().__init__()
         self.P = P
-        self.attn = S.Attention(d, heads, torch.zeros(heads, 1, 1))
-        t = torch.arange(T)[:, None]
-        b = torch.arange(T // P)[None, :]
+        self.attn = S.Attention(d, heads, torch.zeros(heads, 1, 1, device="cpu"))  # built with the module; .to(device) moves it
+        t = torch.arange(T, device="cpu")[:, None]  # a host mask registered as a buffer: .to(device) moves it
+        b = torch.arange(T // P, device="cpu")[None, :]  # with t: the buffer's host mask
         self.register_buffer("visible", (b + 1) * P - 1 <= t)  # (T, n)
 
     def kernel_mask(self):

@@ -50,7 +50,7 @@ def sinkhorn_tolerance(M: torch.Tensor, iters: int) -> torch.Tensor:
     rate = gen.sinkhorn_rate(hilbert_diameter(M))
     r1 = sinkhorn(M, 1).sum(-1)
     d1 = torch.log(r1.max() / r1.min())
-    return gen.sinkhorn_marginal_bound(rate, d1, torch.tensor(float(iters), dtype=M.dtype))
+    return gen.sinkhorn_marginal_bound(rate, d1, torch.tensor(float(iters), dtype=M.dtype, device=M.device))
 
 
 class MHC(ArchStack):

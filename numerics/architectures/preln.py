@@ -70,7 +70,7 @@ class ReLU(PreLN):
     def kink_distance(self, x) -> torch.Tensor:
         """min |pre-activation| over the whole forward pass: the distance (in pre-activation) to the kink set."""
         self._check_input(x)
-        best = torch.tensor(math.inf, dtype=x.dtype)
+        best = torch.tensor(math.inf, dtype=x.dtype, device=x.device)
         for layer in self.base.layers:
             u = (1.0 - layer.h * layer.decay) * x + layer.h * layer.mixing(x)
             pre = layer.ln2(u) @ layer.mlp.W1 + layer.mlp.b1

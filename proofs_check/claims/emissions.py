@@ -23,11 +23,11 @@ def draw_block(family: str, P: int, seed: int) -> torch.Tensor:
     """A block of P tokens from the family at its 'true' parameter (seeded)."""
     g = torch.Generator().manual_seed(seed)
     if family == "gaussian":
-        return TRUTH[family] + torch.randn(P, generator=g, dtype=torch.float64)
+        return TRUTH[family] + torch.randn(P, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator) (the emission model runs on the host)
     if family == "bernoulli":
-        return (torch.rand(P, generator=g, dtype=torch.float64) < TRUTH[family]).to(torch.float64)
+        return (torch.rand(P, generator=g, dtype=torch.float64, device="cpu") < TRUTH[family]).to(torch.float64)  # seeded on the host (a CPU generator) (the emission model runs on the host)
     if family == "poisson":
-        return torch.poisson(torch.full((P,), TRUTH[family], dtype=torch.float64), generator=g)
+        return torch.poisson(torch.full((P,), TRUTH[family], dtype=torch.float64, device="cpu"), generator=g)  # host: the emission model
     raise ValueError(f"family={family!r}")
 
 
@@ -86,7 +86,7 @@ def _check_7_1(ctx) -> ClaimResult:
     gen = torch.Generator().manual_seed(7)
     for P in Ps:
         for s in seeds:
-            tokens = torch.randint(3, (P,), generator=gen)
+            tokens = torch.randint(3, (P,), generator=gen, device="cpu")  # seeded on the host (a CPU generator) (the emission model runs on the host)
             r = ne.categorical_sufficiency_gap(tokens, (1.5, 2.0, 0.7), n=120 if ctx.quick else 300)
             tol = 8 * (P + 8) * EPS * r["scale"]
             worst = max(worst, r["spread"] / tol)
@@ -175,7 +175,7 @@ def _check_7_2(ctx) -> ClaimResult:
                 rows.append({"kind": "kalman-vs-schur", "rho": rho, "k": k, "n_prev": n_prev, "err": err, "tol": tol})
     # (b) the closed-form stationary prior variance against 200 Riccati iterates (contraction ≤ ρ² per step)
     for rho in (0.0, 0.3, 0.6, 0.9, 0.99):
-        vstar = float(gen.stationary_prior_var(*[torch.tensor(float(v), dtype=torch.float64) for v in (rho, s2, sigma2, P)]))
+        vstar = float(gen.stationary_prior_var(*[torch.tensor(float(v), dtype=torch.float64, device="cpu") for v in (rho, s2, sigma2, P)]))  # host: Python floats
         it = float(ne.kalman_prior_var(rho, s2, sigma2, P, 200))
         tol = 200 * 4 * EPS * s2 + rho ** 400 * s2
         worst = max(worst, abs(vstar - it) / tol)
@@ -203,8 +203,8 @@ def _check_7_2(ctx) -> ClaimResult:
         kinds = ("prev_mean", "prev_max_tanh", "history_mean") if rho == 0.0 else ("prev_mean",)
         for j, kind in enumerate(kinds):
             sl = ne.mc_gate_slope(n_seq, n_prev, P, k, rho, s2, sigma2, seed=101 + 10 * i + j, kind=kind)
-            theory = float(gen.gate_slope(*[torch.tensor(float(v), dtype=torch.float64) for v in (rho, s2, sigma2, P, k)])) \
-                if kind == "prev_mean" else 0.0
+            theory = (float(gen.gate_slope(*[torch.tensor(float(v), dtype=torch.float64, device="cpu") for v in (rho, s2, sigma2, P, k)]))  # host: Python floats
+                      if kind == "prev_mean" else 0.0)
             z = abs(sl["slope"] - theory) / sl["se"]
             worst = max(worst, z / MC_Z)
             rows.append({"kind": f"mc-gate-slope[{kind}]", "rho": rho, "mc": sl["slope"], "theory": theory,
@@ -213,7 +213,7 @@ def _check_7_2(ctx) -> ClaimResult:
                 ctl[rho]["slope"], ctl[rho]["slope_se"] = sl["slope"], sl["se"]
         # (d) R(g)'s coefficients read off the generated gated_risk (exact for a quadratic in g) against the
         # Monte Carlo moments E[e²], E[eφ], E[φ²]; then R(g) on a grid of g
-        R = [float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64) for x in (gv, rho, s2, sigma2, P, k)]))
+        R = [float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64, device="cpu") for x in (gv, rho, s2, sigma2, P, k)]))  # host: Python floats
              for gv in (-1.0, 0.0, 1.0)]
         coef = ne.mc_gated_risk_coefficients(n_seq, n_prev, P, k, rho, s2, sigma2, seed=301 + i)
         for name, theory in (("a", R[1]), ("b", (R[0] - R[2]) / 4), ("c", (R[0] + R[2]) / 2 - R[1])):
@@ -222,7 +222,7 @@ def _check_7_2(ctx) -> ClaimResult:
             rows.append({"kind": f"mc-gated-risk-coefficient[{name}]", "rho": rho, "mc": coef[name],
                          "theory": theory, "se": coef[f"se_{name}"], "z": z})
         for row in ne.mc_gated_risk(G_GRID, n_seq, n_prev, P, k, rho, s2, sigma2, seed=201 + i):
-            theory = float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64)
+            theory = float(gen.gated_risk(*[torch.tensor(float(x), dtype=torch.float64, device="cpu")  # host: Python floats
                                             for x in (row["g"], rho, s2, sigma2, P, k)]))
             z = abs(row["risk"] - theory) / row["se"]
             worst = max(worst, z / MC_Z)

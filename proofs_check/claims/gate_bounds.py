@@ -108,8 +108,8 @@ def diagonal_control() -> tuple[bool, str, dict]:
     route); the determinant bound is loose by exactly g⁺/g_on.  For a scalar system (every direction
     alike) the three coincide: g* = g_on = g⁺."""
     h = 1 / 6
-    a = torch.tensor([[0.95, 0.70, 0.50]] * 6, dtype=torch.float64)
-    k = torch.tensor([[1.0, 1.0, 1.0]] * 6, dtype=torch.float64)
+    a = torch.tensor([[0.95, 0.70, 0.50]] * 6, dtype=torch.float64, device="cpu")  # a fixed host-side example
+    k = torch.tensor([[1.0, 1.0, 1.0]] * 6, dtype=torch.float64, device="cpu")  # a fixed host-side example
     G, K = ngb.diagonal_systems(a, k)
     spectra = ngb.layer_spectra(G, K, h)
     g_plus = ngb.upper_gate_bound(spectra, 0.01)[1.0]

@@ -41,7 +41,7 @@ def tiny_state_dict(config: dict, seed: int) -> dict[str, torch.Tensor]:
     d, m, V, n = config["n_embd"], 4 * config["n_embd"], config["vocab_size"], config["n_positions"]
 
     def r(*shape, s):
-        return s * torch.randn(*shape, generator=g, dtype=F64)
+        return s * torch.randn(*shape, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator): a tiny state dict saved to disk
 
     sd = {"transformer.wte.weight": r(V, d, s=1.0), "transformer.wpe.weight": r(n, d, s=0.5),
           "transformer.ln_f.weight": 1 + r(d, s=0.2), "transformer.ln_f.bias": r(d, s=0.2)}
@@ -78,7 +78,7 @@ def gpt2_forward(sd: dict, config: dict, ids: torch.Tensor, *, eps: float | None
     form = config.get("activation_function", "gelu_new") if form is None else form
     d, H = config["n_embd"], config["n_head"]
     dk, T = d // H, ids.shape[0]
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    mask = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
     h = sd["transformer.wte.weight"][ids] + sd["transformer.wpe.weight"][:T]
     states = [h]
     for ell in range(config["n_layer"]):
@@ -140,7 +140,7 @@ def mapping_check(seed: int = 0) -> dict:
     for i, form in enumerate(FORMS):
         config = dict(TINY, activation_function=form)
         sd = tiny_state_dict(config, seed + i)
-        ids = torch.randint(config["vocab_size"], (T,), generator=torch.Generator().manual_seed(seed + 10 + i))
+        ids = torch.randint(config["vocab_size"], (T,), generator=torch.Generator().manual_seed(seed + 10 + i), device="cpu")  # seeded on the host (a CPU generator): token ids for the saved model
         with tempfile.TemporaryDirectory(prefix="fastslow-gpt2-mapping-") as folder:
             (Path(folder) / "config.json").write_text(json.dumps(config))
             torch.save(sd, Path(folder) / "pytorch_model.bin")

@@ -28,7 +28,7 @@ from proofs_check.verdicts.on_stack import Verdict
 from theory import visibility as th
 
 F64 = torch.float64
-DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
+DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64, device="cpu")  # host: amplitudes, read as floats
 QK_TOL = 1e-13         # softmax row sums carry ≤ T·ε rounding; × ‖∂‖ ≤ 10: 8·2.2e-16·10 ≈ 2e-14
 FIRST_ORDER_TOL = 1e-2  # |Δ/δ − G(1)pᵀw| / |G(1)pᵀw| = O(δ) at δ = 1e-4, with a constant ≤ 100
 CENTRAL_DELTA = 1e-4
@@ -138,7 +138,7 @@ def weight_invisibility(spec) -> dict:
     st = spec.build()
     xbar = random_xbar(spec.d, spec.seed)
     v = probes(1, spec.T, spec.d, seed=spec.seed + 8)[0]
-    direction = torch.randn(spec.T, spec.d, generator=torch.Generator().manual_seed(spec.seed + 9), dtype=F64)
+    direction = torch.randn(spec.T, spec.d, generator=torch.Generator().manual_seed(spec.seed + 9), dtype=F64, device="cpu")  # seeded on the host (a CPU generator), as x̄
     moved = WV.perturbed_parameters(st, QK, spec.seed + 10)
     out_change, jv_change = WV.weight_change(st, nv.homogeneous(st, xbar), v, moved)
     kx, kj = WV.rounding_condition(st, nv.homogeneous(st, xbar), v)
@@ -336,7 +336,7 @@ def loss_visibility(spec) -> dict:
     st = spec.with_(knobs={"gate": 0.0}).build()
     xbar = random_xbar(spec.d, spec.seed)
     logits = lv.readout(spec.d, 16, seed=spec.seed + 5)
-    y = torch.randint(0, 16, (spec.T,), generator=torch.Generator().manual_seed(spec.seed + 6))
+    y = torch.randint(0, 16, (spec.T,), generator=torch.Generator().manual_seed(spec.seed + 6), device="cpu")  # seeded on the host (a CPU generator), as x̄
     auto = lv.gate_loss_jacobian(st, xbar.expand(spec.T, spec.d).clone(), logits, y)
     pred = lv.predicted_gate_loss_jacobian(st, xbar, logits, y)
     scale = float(auto.abs().max())

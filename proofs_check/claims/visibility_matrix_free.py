@@ -30,7 +30,7 @@ def scale_4_1(run: ScaleRun) -> ClaimResult:
         import copy
 
         st, xbar = copy.deepcopy(st).to(torch.float64), xbar.to(torch.float64)
-    deltas = torch.tensor([1e-3, 1e-2], dtype=torch.float64)
+    deltas = torch.tensor([1e-3, 1e-2], dtype=torch.float64, device="cpu")  # host: amplitudes, read as floats
     dec = nv.persistent_response(st, xbar, nv.decaying_offset(st, run.seed + 7), deltas)
     p_mean = nv.mean_carrying_offset(st, run.seed + 8)
     mean = nv.persistent_response(st, xbar, p_mean, deltas)

@@ -25,9 +25,9 @@ def arch_4_1(spec, ctx) -> Verdict:
     w = nv.persistent_vector(s)
     X = reference_input(s, spec.seed)
     g = torch.Generator().manual_seed(spec.seed + 1)
-    p = torch.randn(s.config.T, generator=g, dtype=F64)
+    p = torch.randn(s.config.T, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator), as the variant's CPU stack
     p_dec = p - (w @ p) * torch.ones_like(p)  # wᵀp = 0: supported on the decaying bundle
-    v = torch.randn(s.config.d, generator=g, dtype=F64)
+    v = torch.randn(s.config.d, generator=g, dtype=F64, device="cpu")  # seeded on the host (a CPU generator), as the variant's CPU stack
     deltas = (1e-3, 10 ** -2.5, 1e-2)
 
     def moves(pp):
@@ -48,7 +48,7 @@ def arch_4_2(spec, ctx) -> Verdict:
     """A variant: gradients of ‖s(X)‖² w.r.t. the gates (at 0) and the slow W_V/W_O (at g = 0 and 0.5)."""
     s = spec.build_arch()
     if has(spec.arch, "compressed_branch"):
-        s.compress_gate = torch.tensor(0.0, dtype=F64, requires_grad=True)
+        s.compress_gate = torch.tensor(0.0, dtype=F64, requires_grad=True, device="cpu")  # as the variant's CPU stack
         gates = [s.compress_gate]
         slow = [p for n, p in s.named_parameters() if n.startswith("compress") and n.split(".")[-1] in ("W_V", "W_O")]
     else:

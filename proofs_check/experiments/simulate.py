@@ -39,7 +39,7 @@ def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memor
     built = time.perf_counter()
     dev = next(stack.parameters()).device
     gen = torch.Generator().manual_seed(seed + 1)
-    x = torch.randn(batch, T, d, generator=gen, dtype=torch.float64).to(dev)
+    x = torch.randn(batch, T, d, generator=gen, dtype=torch.float64, device="cpu").to(dev)
     with torch.no_grad():
         y = stack(x)
         ran = time.perf_counter()
@@ -57,7 +57,7 @@ def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memor
             "relative_change": float((y - x).norm() / x.norm()),
         }
         if gate == 0.0:
-            xbar = torch.randn(d, generator=gen, dtype=torch.float64).to(dev)
+            xbar = torch.randn(d, generator=gen, dtype=torch.float64, device="cpu").to(dev)
             ref = stack.reference_trajectory(xbar)
             full = stack(xbar.expand(T, d))
             summary["reference_final_norm"] = float(ref[-1].norm())

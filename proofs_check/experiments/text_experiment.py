@@ -119,11 +119,11 @@ def summarise(result: dict) -> dict:
     from numerics.training import paired_gap
 
     runs = {arm: sorted((r for r in result["runs"] if r["arm"] == arm), key=lambda r: r["seed"]) for arm in ARMS}
-    per_seq = {arm: torch.tensor([r["final_eval_per_seq"] for r in runs[arm]], dtype=torch.float64) for arm in ARMS}
+    per_seq = {arm: torch.tensor([r["final_eval_per_seq"] for r in runs[arm]], dtype=torch.float64, device="cpu") for arm in ARMS}  # host: Python floats from the runs
     gap = paired_gap(per_seq["frozen"], per_seq["coupled"])
     verdict = "helps" if gap["gap"] > gap["crit"] else "hurts" if gap["gap"] < -gap["crit"] else "neutral"
     reach = sum(runs["coupled"][0]["lr"])   # Σ_t lr_t: the largest displacement AdamW gives a parameter
-    gates = torch.tensor([r["gates_final"] for r in runs["coupled"]], dtype=torch.float64)   # (seeds, layers)
+    gates = torch.tensor([r["gates_final"] for r in runs["coupled"]], dtype=torch.float64, device="cpu")   # (seeds, layers)
     same_sign = (torch.sign(gates) == torch.sign(gates[:1])).all(0)
     large = (gates.abs() > OPEN_FRACTION * reach).all(0)
     open_layers = [int(i) for i in torch.nonzero(same_sign & large).flatten()]

@@ -106,7 +106,7 @@ def _verify_and_save(folder, out, config, wfile, spec, stack, outside, verify) -
 
     check = None
     if verify:
-        tokens = torch.randint(0, config["vocab_size"], (spec.T,), generator=torch.Generator().manual_seed(0))
+        tokens = torch.randint(0, config["vocab_size"], (spec.T,), generator=torch.Generator().manual_seed(0), device="cpu")  # seeded on the host (a CPU generator): host ids for both models
         hidden = hf_hidden_states(folder, tokens)
         if hidden is not None:
             check = agreement(stack, outside, stack.config.ln_eps, hidden, tokens)

@@ -70,7 +70,7 @@ def wrong_reference_control(stack, xbar, direction, V, ex: R.Expansion, rounding
     predicted from the two factorised forms, with slope ≈ 0 instead of 1.  By the triangle inequality, with
     δ = ‖J(X)V − J₀V‖/‖J₀V‖ ≤ c₁ s (1 + budget), |e' − floor| ≤ δ(1 + floor)/(1 − δ) + γ."""
     g = torch.Generator().manual_seed(seed)
-    z = torch.randn(xbar.shape, generator=g, dtype=torch.float64).to(xbar.dtype)
+    z = torch.randn(xbar.shape, generator=g, dtype=torch.float64, device="cpu").to(xbar)
     wrong = xbar + WRONG_REFERENCE_SHIFT * xbar.norm() * z / z.norm()
     right_action, wrong_action = mf.JacobianAction(stack, xbar), mf.JacobianAction(stack, wrong)
     right_JV = right_action(V)
@@ -275,7 +275,7 @@ def loss_gate_reach(init, X: torch.Tensor, P: int, seed: int = 0, grid=SPREAD_GR
     direction = X[0] - xbar
     s_text = float(R.token_spread(X[0]))
     logits = lv.readout(cfg.d, 256, seed=seed + 19)
-    y = torch.randint(0, 256, (cfg.T,), generator=torch.Generator().manual_seed(seed + 23))
+    y = torch.randint(0, 256, (cfg.T,), generator=torch.Generator().manual_seed(seed + 23), device="cpu")  # seeded on the host (a CPU generator), as x̄
     pred = lv.predicted_gate_loss_jacobian(st, xbar, logits, y)
 
     def measured(x):

@@ -54,8 +54,8 @@ def scale_reach(preset_name: str, *, probes: int = 1, seed: int = 0, sweep=SWEEP
     stack = spec.build()
     T, d = spec.T, spec.d
     g = torch.Generator().manual_seed(seed + 1)
-    xbar = torch.randn(d, generator=g, dtype=torch.float64)
-    direction = torch.randn(T, d, generator=g, dtype=torch.float64)
+    xbar = torch.randn(d, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator), as the spec's CPU stack
+    direction = torch.randn(T, d, generator=g, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator), as the spec's CPU stack
     V = mf.probes(probes, T, d, seed=seed + 2)
     action = mf.JacobianAction(stack, xbar)
     gamma = mf.rounding_tolerance(T, d, spec.layers, torch.float64)

@@ -66,7 +66,7 @@ def _initial_state(spec, dtype) -> tuple[torch.Tensor, str]:
     T, d, P = spec.T, spec.d, coarse_block(spec)
     if spec.knob("gate", 0.0) == 0.0:
         return torch.ones(T, 1, dtype=dtype, device=spec.device) * random_xbar(d, spec.seed).to(dtype=dtype, device=spec.device), "1x̄ᵀ"
-    Y0 = torch.randn(T // P, d, generator=torch.Generator().manual_seed(spec.seed + 100), dtype=F64)
+    Y0 = torch.randn(T // P, d, generator=torch.Generator().manual_seed(spec.seed + 100), dtype=F64, device="cpu")  # seeded on the host (a CPU generator), as random_xbar
     return (K.lift_matrix(T, P, F64) @ Y0).to(dtype), "block-constant Π⁺Y₀"
 
 
@@ -184,9 +184,9 @@ def _arch_3_2(spec, ctx) -> Verdict:
     s = spec.build_arch()
     J = state_jacobian(s, reference_input(s, spec.seed))
     T, F = s.config.T, s.features
-    Pi = torch.kron(K.pool_matrix(T, 2), torch.eye(F, dtype=F64))
-    Q = torch.kron(K.lift_matrix(T, 2) @ K.pool_matrix(T, 2), torch.eye(F, dtype=F64))
-    I = torch.eye(T * F, dtype=F64)
+    Pi = torch.kron(K.pool_matrix(T, 2), torch.eye(F, dtype=F64, device=J.device))
+    Q = torch.kron(K.lift_matrix(T, 2) @ K.pool_matrix(T, 2), torch.eye(F, dtype=F64, device=J.device))
+    I = torch.eye(T * F, dtype=F64, device=J.device)
     a = float(torch.linalg.norm(Pi @ J @ (I - Q)) / torch.linalg.norm(J))
     b = float(torch.linalg.norm(J - Q @ J @ Q) / torch.linalg.norm(J))
     measured, predicted = {"left": a, "two_sided": [b]}, {"tolerance_a": EXACT}
@@ -210,8 +210,8 @@ def pooling_errors(table: list, sizes=((4, 2), (6, 3), (8, 4)), d: int = 3) -> l
     out = []
     g = torch.Generator().manual_seed(32)
     for T, P in sizes:
-        X = torch.randn(T, d, dtype=F64, generator=g)
-        Y = torch.randn(T // P, d, dtype=F64, generator=g)
+        X = torch.randn(T, d, dtype=F64, generator=g, device="cpu")  # seeded on the host (a CPU generator): an identity check on host arrays
+        Y = torch.randn(T // P, d, dtype=F64, generator=g, device="cpu")  # seeded on the host (a CPU generator): an identity check on host arrays
         tol = 4 * P * EPS * float(X.abs().max())
         pool = float((K.pool_matrix(T, P) @ X - X.reshape(T // P, P, d).mean(1)).abs().max()) / tol
         lift = float((K.lift_matrix(T, P) @ Y - Y.repeat_interleave(P, 0)).abs().max()) / tol

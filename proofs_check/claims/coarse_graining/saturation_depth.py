@@ -165,7 +165,7 @@ def _arch_3_1(spec, ctx) -> Verdict:
     A = s.frozen_kernel()
     per = [eigen_blocks(J, A, s.features) for J in step_jacobians(s, X)]
     lam, condS = per[0][0], per[0][2]
-    prods = [torch.eye(s.features, dtype=F64).expand(len(lam), -1, -1)]
+    prods = [torch.eye(s.features, dtype=F64, device=lam.device).expand(len(lam), -1, -1)]
     for _, blocks, _ in per:
         prods.append(blocks @ prods[-1])
     r = torch.stack([torch.linalg.matrix_norm(p[1:], ord=2) / torch.linalg.matrix_norm(p[0], ord=2)

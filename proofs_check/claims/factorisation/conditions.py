@@ -38,7 +38,7 @@ def violated(kind, spec: StackSpec, delta: float):
     xbar = random_xbar(d, 200 + spec.seed)
     if kind == "inhomogeneous":
         st = spec.build()
-        Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 1), device="cpu")
+        Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 1), device="cpu")  # seeded on the host (a CPU generator), as x̄
         return st, xbar.expand(T, d) + delta * Z, st.frozen_kernel()
     if kind == "token-mixing":
         st = spec.build()

@@ -89,7 +89,7 @@ def paper_layer_errors(seed: int = 0) -> dict[str, float]:
     out = {}
     for T, d, L, H, k, kw in CASES_2_1 + [GPT2_CASE_2_1]:
         st = StackSpec(T=T, d=d, layers=L, heads=H, kernel=k, seed=seed, knobs={"value_scale": 1.0, **kw}).build()
-        X = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 11))
+        X = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 11), device="cpu")  # seeded on the host (a CPU generator), as the spec's CPU stack
         with torch.no_grad():
             Y = st(X)
             out["gpt2-block" if kw.get("attn_bias") else k] = float((Y - paper_forward(st, X)).norm() / Y.norm())
@@ -214,7 +214,7 @@ def check_2_1(ctx) -> ClaimResult:
     # float64 forward passes of ≤ 4 layers on O(1) values agree to ~1e-16: EXACT = 1e-12 relative
     worst = max(worst, max(layer_errs.values()) / EXACT)
     st = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=0).build()
-    Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
     mass, predicted = inhomogeneity_control(st, random_xbar(8, 100), Z, CONTROL_DELTA_2_1)
     ok = abs(mass / predicted - 1) <= CONTROL_BAND_2_1
     return ClaimResult(
@@ -255,8 +255,8 @@ def _block_formula_error(arch, s, X):
                 u = layer.ln1(pre1).detach()
                 M = stack_jacobian(layer.mlp, u, chunk_size=1)
                 J2 = stack_jacobian(layer.ln2, u + layer.h * layer.mlp(u).detach(), chunk_size=1)
-                pred = gen.postln_mode_block(lt, torch.tensor(layer.h, dtype=F64),
-                                             torch.tensor(layer.decay, dtype=F64), W, J1, M, J2)
+                pred = gen.postln_mode_block(lt, torch.tensor(layer.h, dtype=F64, device=W.device),
+                                             torch.tensor(layer.decay, dtype=F64, device=W.device), W, J1, M, J2)
             else:  # mhc: stream blocks from the inner layer's own block G(λ)
                 n, d = s.n, s.config.d
                 ybar = (s.read_weights()[i][:, None] * sbar.reshape(n, d)).sum(0).detach()

@@ -41,12 +41,12 @@ def eigen_coordinate_errors(Ts, d=4, L=3, seed=0):
         lam, S = nf.eigenbasis(A)
         Jt = nf.to_mode_coordinates(J, S, d)
         T4 = Jt.reshape(T, d, T, d).clone()
-        idx = torch.arange(T)
+        idx = torch.arange(T, device=T4.device)
         T4[idx, :, idx, :] = 0
         P = mpmath.matrix([[mpmath.binomial(i, k) for k in range(T)] for i in range(T)])
         cond_exact = mpmath.mnorm(P, 1) * mpmath.mnorm(P ** -1, 1)  # 1-norm condition at 60 digits
         Wm = mpmath.matrix(torch.linalg.inv(S).tolist()) * mpmath.matrix(S.tolist())
-        R = torch.tensor([[float(Wm[a, b]) - (a == b) for b in range(T)] for a in range(T)], dtype=torch.float64)
+        R = torch.tensor([[float(Wm[a, b]) - (a == b) for b in range(T)] for a in range(T)], dtype=torch.float64, device="cpu")  # host: the mpmath matrix's floats
         R.fill_diagonal_(0)
         G = torch.einsum("km,mij->kij", torch.stack([lam ** m for m in range(K.shape[0])], dim=1), K)
         predicted = float((R.abs() * G.abs().amax(dim=(1, 2))[None, :]).max() / J.abs().max())

@@ -42,7 +42,7 @@ def _qk_invisibility(spec: StackSpec, homogeneous=True):
     with torch.no_grad():
         for name, p in s.named_parameters():
             if name.endswith("W_Q") or name.endswith("W_K"):
-                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64))
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64, device="cpu"))  # seeded on the host (a CPU generator); copy_ moves it
         out1 = s(X)
     J1 = state_jacobian(s, X)
     return max(float((out1 - out0).norm() / out0.norm()), float(torch.linalg.norm(J1 - J0) / torch.linalg.norm(J0)))
@@ -126,7 +126,7 @@ def qk_derivative_norm(delta, spec: StackSpec | None = None, directions: int = Q
     params = {k: v.detach() for k, v in st.named_parameters()}
     like = next(iter(params.values()))
     xbar = random_xbar(d, 500)
-    Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 3), device="cpu")
+    Z = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 3), device="cpu")  # seeded on the host (a CPU generator), moved below
     X = (xbar.expand(T, d) + delta * Z).to(dtype=like.dtype, device=like.device)
     qk = {k: v for k, v in params.items() if k.endswith(("W_Q", "W_K", "b_Q"))}  # b_Q: GPT-2's query bias
 

@@ -190,8 +190,8 @@ def _full_state_5_1(spec: StackSpec, ctx) -> Verdict:
     Gm = step_jacobians(s, X, ref)
     set_gate(0.0)
     Ks = [(p - m) / (2 * eps * h) for p, m in zip(Gp, Gm)]
-    a = torch.tensor([float(torch.linalg.matrix_norm(J, ord=2)) for J in G], dtype=F64)
-    k = torch.tensor([float(torch.linalg.matrix_norm(M, ord=2)) for M in Ks], dtype=F64)
+    a = torch.tensor([float(torch.linalg.matrix_norm(J, ord=2)) for J in G], dtype=F64, device=G[0].device)
+    k = torch.tensor([float(torch.linalg.matrix_norm(M, ord=2)) for M in Ks], dtype=F64, device=G[0].device)
     mu = float(-torch.log(a).sum() / (len(G) * h))
     measured = {"decay": spec.knob("decay"), "norms_G": a.tolist(), "norms_K": k.tolist(),
                 "norm": "spectral, on the full state (conservative vs the slow modes)"}
@@ -201,7 +201,7 @@ def _full_state_5_1(spec: StackSpec, ctx) -> Verdict:
                        condition=f"μ > 0 (a contractive stack); here the stability margin μ = {mu:.3f} is "
                                  f"negative even with decay α = {spec.knob('decay')}, so no gate is certified")
     gstar = float(ns.solve_gate_bound(a, k, h))
-    prod = torch.eye(G[0].shape[0], dtype=F64)
+    prod = torch.eye(G[0].shape[0], dtype=F64, device=G[0].device)
     for Jl, Kl in zip(G, Ks):
         prod = (Jl + h * BELOW * gstar * Kl) @ prod
     pn = float(torch.linalg.matrix_norm(prod, ord=2))
@@ -265,7 +265,7 @@ def continuous_depth_errors(batch: int, seed: int) -> dict:
     g_direct = -m_direct / kappa
     bound_err = (float(np.max(np.abs(g_gen - g_direct) / g_direct)) if drawn_ok and np.isfinite(g_gen).all()
                  else math.inf)
-    frac = 2 * torch.rand(batch, generator=torch.Generator().manual_seed(seed + 1), dtype=F64) - 1
+    frac = 2 * torch.rand(batch, generator=torch.Generator().manual_seed(seed + 1), dtype=F64, device="cpu") - 1  # seeded on the host (a CPU generator), multiplies a numpy result
     g = torch.nan_to_num(torch.from_numpy(g_gen) * frac, nan=0.0)
     growth = float(torch.log(ns.spectral_norm(torch.linalg.matrix_exp(F + g[:, None, None] * K))).max())
     expm_tol = Derivation("matrix_exp 10·(18 + 8)·n·u", 10 * EXPM_OPS * n * U64, U64, EXPM_OPS * n, margin=10)
@@ -331,7 +331,7 @@ def check_5_1(ctx) -> ClaimResult:
     g1 = ns.small_h_gate_bound(a, k, h).numpy()
     g1_err = float(np.max(np.abs(g1[sel] - g1_direct[sel]) / g1_direct[sel]))
     gen_ = torch.Generator().manual_seed(ctx.seed + 52)
-    frac = 2 * torch.rand(batch, generator=gen_, dtype=torch.float64) - 1  # g/g* in (−1, 1)
+    frac = 2 * torch.rand(batch, generator=gen_, dtype=torch.float64, device="cpu") - 1  # g/g* in (−1, 1)
     g = torch.nan_to_num(g_star * frac)[ok]
     # S(g) itself at |g| ≤ g*: the generated per-layer terms against numpy's sum of logs
     g_abs = g.abs().numpy()

@@ -22,7 +22,7 @@ def _condition_error(A: torch.Tensor, K: torch.Tensor, h: float, kind: str) -> f
     generated coefficient rows (c₀, c₁, c₂) against the conditions computed from tr and det of the
     2×2 matrix itself (Jury: p(1), p(−1), 1 − det; Routh–Hurwitz: −tr, det).  Entries O(1), g ≤ 3:
     rounding ≲ 1e-14."""
-    coeffs = (ns.gen.jury_coefficients(A, K, torch.tensor(h, dtype=A.dtype)) if kind == "jury"
+    coeffs = (ns.gen.jury_coefficients(A, K, torch.tensor(h, dtype=A.dtype, device=A.device)) if kind == "jury"
               else ns.gen.routh_hurwitz_coefficients(A, K))
     worst = 0.0
     for g in (-2.0, -0.5, 0.7, 3.0):
@@ -82,7 +82,7 @@ def check_5_2(ctx) -> ClaimResult:
     ratio_aligned = ns.discrete_norm_gate_bound(G2[:, 0], K2[:, 0], h2) / ns.jury_gate_radius(G2[:, 0], K2[:, 0], h2)
     ratio_err = float((ratio_aligned - 1).abs().max())
     # 2×2 aligned, continuous: F = G − I (top eigenvalue closest to 0) with K: μ/κ = the Routh–Hurwitz radius
-    F2 = G2[:, 0] - torch.eye(2, dtype=torch.float64)
+    F2 = G2[:, 0] - torch.eye(2, dtype=torch.float64, device=G2.device)
     ratio_cont = ns.continuous_norm_gate_bound(F2, K2[:, 0]) / ns.routh_hurwitz_gate_radius(F2, K2[:, 0])
     ratio_cont_err = float((ratio_cont - 1).abs().max())
     # the generated condition polynomials against trace and determinant of the matrices themselves
@@ -119,7 +119,7 @@ def check_5_2(ctx) -> ClaimResult:
     tr, det = Fc.diagonal(dim1=-2, dim2=-1).sum(-1), torch.linalg.det(Fc)
     hurwitz = bool(((tr < 0) & (det > 0)).all())
     rc = (ns.continuous_norm_gate_bound(Fc, Kc) / ns.routh_hurwitz_gate_radius(Fc, Kc) if hurwitz
-          else torch.full((n2,), math.nan, dtype=torch.float64))
+          else torch.full((n2,), math.nan, dtype=torch.float64, device=Fc.device))
     # at g*_norm(1+δ) a misaligned system whose Jury radius exceeds it by > 2δ is still stable
     g_test = ns.discrete_norm_gate_bound(Gd, Kd, h2) * (1 + delta)
     stable_past = torch.linalg.eigvals(Gd + h2 * g_test[:, None, None] * Kd).abs().max(-1).values < 1

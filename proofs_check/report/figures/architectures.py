@@ -84,13 +84,13 @@ def looped_margin(ctx, out_dir):
     from numerics.spec import StackSpec, build
     from numerics.generated import architectures as gen
 
-    deltas = torch.linspace(0.05, 3.0, 10 if ctx.quick else 30, dtype=torch.float64)
+    deltas = torch.linspace(0.05, 3.0, 10 if ctx.quick else 30, dtype=torch.float64, device="cpu")  # host: a figure's values
     loops = 6
     measured, lower = [], []
     for dl in deltas.tolist():
         s = build(StackSpec(arch="looped", T=4, d=4, layers=loops, heads=2, kernel="causal", seed=0,
                             arch_options={"injection": True, "injection_delta": dl}))
-        X = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        X = torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0), device="cpu")  # seeded on the host (a CPU generator)
         with torch.no_grad():
             states = s.trajectory(X)
         logs, devs = [], []
@@ -100,10 +100,10 @@ def looped_margin(ctx, out_dir):
             Jx = stack_jacobian(lambda z: s.step(i, torch.cat([z, e], -1))[..., :4], x, chunk_size=1)
             Jl = stack_jacobian(s.layer, x, chunk_size=1)
             logs.append(math.log(float(torch.linalg.matrix_norm(Jx, ord=2))))
-            devs.append(float(torch.linalg.matrix_norm(Jl - torch.eye(16, dtype=torch.float64), ord=2)))
+            devs.append(float(torch.linalg.matrix_norm(Jl - torch.eye(16, dtype=torch.float64, device="cpu"), ord=2)))  # host: a figure's values
         measured.append(-sum(logs) / loops)
         a_min = float(s.inj_a.detach().min())
-        lower.append(float(gen.looped_margin_lower(torch.tensor(dl), torch.tensor(a_min), torch.tensor(max(devs)))))
+        lower.append(float(gen.looped_margin_lower(torch.tensor(dl, device="cpu"), torch.tensor(a_min, device="cpu"), torch.tensor(max(devs), device="cpu"))))  # host: a figure's values
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(deltas, measured, "o-", label="measured μ (per loop)")
     ax.plot(deltas, lower, "s--", label="bound −log(e^{−Δ a_min} + ‖G − I‖)")

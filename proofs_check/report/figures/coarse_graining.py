@@ -61,7 +61,7 @@ def render_coarse_graining_residual(ctx, out_dir):
     import matplotlib.pyplot as plt
 
     layers = 8 if ctx.quick else 12
-    X0 = torch.ones(8, 1, dtype=torch.float64) * random_xbar(8)
+    X0 = torch.ones(8, 1, dtype=torch.float64, device="cpu") * random_xbar(8)  # host: a figure's values
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     colors = {"causal": "tab:red", "full": "tab:blue", "block": "tab:green"}
     for kernel, col in colors.items():

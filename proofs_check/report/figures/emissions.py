@@ -55,8 +55,8 @@ def render_risk_vs_rho(ctx, out_dir):
 
     s2, sigma2, P, k, n_prev = 1.0, 2.0, 8, 2, 12
     n_seq = 20_000 if ctx.quick else 200_000
-    rho_line = torch.linspace(0, 0.97, 200, dtype=torch.float64)
-    c = lambda v: torch.tensor(float(v), dtype=torch.float64)
+    rho_line = torch.linspace(0, 0.97, 200, dtype=torch.float64, device="cpu")  # host: a figure's values
+    c = lambda v: torch.tensor(float(v), dtype=torch.float64, device="cpu")  # host: a figure's values
     red_line = gen.risk_reduction(rho_line, c(s2), c(sigma2), c(P), c(k))
     slope_line = gen.gate_slope(rho_line, c(s2), c(sigma2), c(P), c(k))
     rhos = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)

@@ -26,8 +26,8 @@ def render_gate_bounds(ctx, out_dir):
         g_plus = ngb.upper_gate_bound(spectra, g_star)[1.0]
         onset = ngb.linear_onset(G, K, h, g_star)[1.0]
         top = 4 * (g_plus if g_plus is not None else 64 * onset)        # g⁺ None: S ≤ 0 up to the search cap
-        gates = torch.logspace(torch.log10(torch.tensor(g_star / 100)).item(), torch.log10(torch.tensor(top)).item(), 300,
-                               dtype=torch.float64)
+        gates = torch.logspace(torch.log10(torch.tensor(g_star / 100, device="cpu")).item(), torch.log10(torch.tensor(top, device="cpu")).item(), 300,  # host: a figure's values
+                               dtype=torch.float64, device="cpu")  # host: a figure's values
         ax.plot(gates.numpy(), ngb.product_log_norm(G, K, h, gates).numpy(), color="tab:blue",
                 label="log‖Π(G_ℓ + hgK_ℓ)‖ (measured)")
         ax.plot(gates.numpy(), torch.log(ngb.norm_lower_bound(spectra, gates)).numpy(), color="tab:orange",

@@ -17,11 +17,11 @@ def region_curves(mus: np.ndarray, theta: float = 0.9, seed: int = 0) -> dict[st
     μ/κ, the exact Routh–Hurwitz radius, and the discrete (h = 1/12, G = I + hF) norm bound and
     Jury radius, as functions of μ.  An aligned K (= I) makes the continuous bound exact."""
     gen_ = torch.Generator().manual_seed(seed)
-    S = torch.tensor([[0.0, theta], [-theta, 0.0]], dtype=torch.float64)
-    K = torch.randn(2, 2, generator=gen_, dtype=torch.float64)
+    S = torch.tensor([[0.0, theta], [-theta, 0.0]], dtype=torch.float64, device="cpu")  # host: a figure's values
+    K = torch.randn(2, 2, generator=gen_, dtype=torch.float64, device="cpu")  # seeded on the host (a CPU generator)
     K = K / ns.spectral_norm(K)
-    I = torch.eye(2, dtype=torch.float64)
-    F = -torch.as_tensor(mus, dtype=torch.float64)[:, None, None] * I + S
+    I = torch.eye(2, dtype=torch.float64, device="cpu")  # host: a figure's values
+    F = -torch.as_tensor(mus, dtype=torch.float64, device="cpu")[:, None, None] * I + S  # host: a figure's values
     Kb = K.expand_as(F)
     G = I + H_DISCRETE * F
     return {

@@ -45,7 +45,7 @@ def render_trained_vs_random(ctx, out_dir):
     corpus = ByteCorpus.load()
     windows = corpus.validation_windows(spec.T, 64)
     init_embed = torch.randn(256, spec.d, generator=torch.Generator().manual_seed(10_007 * spec.seed + 1),
-                             dtype=torch.float64)  # the trainer's initial embedding (LanguageModel)
+                             dtype=torch.float64, device="cpu")  # the trainer's initial embedding (LanguageModel)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     c = manifest["curves"]
     axes[0].plot(c["eval_step"], c["eval_loss"], "o-", color="C0", label="validation loss")

@@ -11,7 +11,7 @@ from numerics.fitting import loglog_fit
 from numerics.stack import random_xbar
 from proofs_check.report.figures import figure, save
 
-DELTAS = torch.logspace(-4, -1.5, 11, dtype=torch.float64)
+DELTAS = torch.logspace(-4, -1.5, 11, dtype=torch.float64, device="cpu")  # host: a figure's values
 
 
 @figure("visibility_spectrum", claim="4.2", title="Singular values of the visibility Jacobian with the spectral gap")
