@@ -133,13 +133,21 @@ class DefaultDeviceWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor) and out.device.type == "meta" and not any(
+        named = (kwargs or {}).get("device") is not None      # a device named at the call is not the default
+        if isinstance(out, torch.Tensor) and out.device.type == "meta" and not named and not any(
                 isinstance(t, torch.Tensor) and t.device.type == "meta" for t in tree_flatten((args, kwargs))[0]):
-            frames = [f for f in traceback.extract_stack()[:-1] if f.filename.startswith(str(ROOT))]
+            frames = [f for f in traceback.extract_stack()[:-1] if _in_repository(f.filename)]
             if frames:
                 f = frames[-1]
                 self.sites.setdefault(f"{Path(f.filename).relative_to(ROOT)}:{f.lineno}", f.line or "")
         return out
+
+
+def _in_repository(filename: str) -> bool:
+    """A frame of this repository's code: under ROOT and not in an installed package (a ``.venv`` inside the
+    checkout holds torch's own frames, which are not the repository's)."""
+    path = Path(filename)
+    return path.is_relative_to(ROOT) and not {"site-packages", "dist-packages"} & set(path.parts)
 
 
 def _on_stack_claims():
@@ -158,15 +166,15 @@ def _first_spec(claim_id: str, ctx):
 @pytest.fixture
 def host_built_stacks(monkeypatch):
     """Stacks (and checkpoints) built on the CPU even while the default device is meta."""
-    from numerics.spec import StackSpec
+    import numerics.spec as spec_module
 
-    build = StackSpec.build
+    build = spec_module.build           # StackSpec.build and StackSpec.build_arch both call it
 
-    def on_cpu(self, *args, **kwargs):
+    def on_cpu(spec):
         with torch.device("cpu"):
-            return build(self, *args, **kwargs)
+            return build(spec)
 
-    monkeypatch.setattr(StackSpec, "build", on_cpu)
+    monkeypatch.setattr(spec_module, "build", on_cpu)
 
 
 def _meta_params():
