@@ -32,7 +32,6 @@ identity at 1x̄ᵀ, which ``check`` verifies.
 
 from __future__ import annotations
 
-import functools
 
 import torch
 
@@ -41,6 +40,7 @@ from numerics import matrix_free as mf
 from numerics import reach as R
 from numerics import visited as VI
 from proofs_check.verdicts.on_stack import Verdict
+from proofs_check.verdicts.run_scope import per_run
 
 PROBES = 2          # Gaussian probes V per J·V
 PROBE_SEED = 7
@@ -51,7 +51,7 @@ def windows_for(spec) -> int:
     return held_out.WINDOWS if spec.T * spec.d <= 65536 else 1
 
 
-@functools.lru_cache(maxsize=2)
+@per_run(maxsize=2)
 def text(spec) -> held_out.HeldOut:
     return held_out.load(spec, windows_for(spec))
 
@@ -80,7 +80,7 @@ def _judged(cid: str, spec, error: float, tolerance: float, measured: dict, pred
                    predicted=predicted, error=error, tolerance=tolerance, condition=condition)
 
 
-@functools.lru_cache(maxsize=2)
+@per_run(maxsize=2)
 def _factorisation(spec) -> dict:
     h = text(spec)
     base = VI.plain(h.stack)

@@ -10,13 +10,13 @@ reference and along held-out text, each against its independent route.
 
 from __future__ import annotations
 
-import functools
 
 import torch
 
 from numerics import held_out, hf_gpt2
 from numerics import trained_margin as tm
 from proofs_check.integrity import REPO_ROOT
+from proofs_check.verdicts.run_scope import per_run
 
 #: the committed trained byte GPT-2 (h = 1, i.i.d. initialisation, trained on the corpus's training split)
 TRAINED_GPT2 = REPO_ROOT / "docs" / "trained" / "gpt2-bytes"
@@ -44,7 +44,7 @@ def load_gpt2(folder=TRAINED_GPT2) -> held_out.HeldOut:
                             vocab, "bytes")
 
 
-@functools.lru_cache(maxsize=1)
+@per_run(maxsize=1)
 def trained_gpt2() -> held_out.HeldOut:
     return load_gpt2()
 
@@ -66,7 +66,7 @@ def margin_record(stack, X0: torch.Tensor) -> dict:
             "mean_gain_ratio": gain_ratio, "T": int(X0.shape[-2]), "d": int(X0.shape[-1])}
 
 
-@functools.lru_cache(maxsize=1)
+@per_run(maxsize=1)
 def trained_gpt2_margin() -> dict:
     """:func:`margin_record` on the committed trained byte GPT-2."""
     h = trained_gpt2()

@@ -101,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from numerics.io import Terminated  # the signal handlers' exception; loaded once a command runs
     from proofs_check.validation import preflight
+    from proofs_check.verdicts.run_scope import one_run
 
     try:
         preflight(args)  # the environment, and two outputs on one file or two documents on stdout
-        return args.run(args)
+        with one_run():  # one command is one run: its claims share their measurements
+            return args.run(args)
     except (ValueError, UsageError) as exc:
         print(f"fastslow {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2

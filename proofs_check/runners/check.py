@@ -10,6 +10,7 @@ from proofs_check.verdicts.registry import get, load_checks
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.runners.ledger import run_claim
 from proofs_check.tables import text_table
+from proofs_check.verdicts.run_scope import one_run
 from proofs_check.verdicts.vocabulary import Decision, StackVerdict, words
 
 
@@ -25,6 +26,7 @@ def check_seed(profile: str, seed: int | None) -> int:
     return 0
 
 
+@one_run()
 def run_checks(claim_ids: list[str] | None = None, *, device: str = "cpu", profile: str = "ci",
                quick: bool = True, progress: bool = True, cache_dir: str | None = None,
                seed: int | None = None) -> dict:
@@ -127,6 +129,7 @@ def format_table(ledger: dict) -> str:
     return "\n".join(lines)
 
 
+@one_run()
 def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, device: str = "cpu",
                      profile: str = "ci", quick: bool = True, progress: bool = True) -> dict:
     """``fastslow check --stack CKPT``: every claim with an on-stack form on the trained stack of checkpoint

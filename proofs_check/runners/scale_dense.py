@@ -29,6 +29,7 @@ import math
 import torch
 
 from numerics import matrix_free as mf
+from proofs_check.verdicts.run_scope import shared
 
 
 def _flat_jacobian(f, x: torch.Tensor) -> torch.Tensor:
@@ -87,31 +88,30 @@ def _qk_names(stack) -> list[str]:
     return [n for n, _ in stack.named_parameters() if n.endswith("attn.W_Q") or n.endswith("attn.W_K")]
 
 
-#: dense Jacobians of the toy stacks, shared by the claims of one ledger run (the same spec, seed and state)
-_JACOBIANS: dict = {}
 
 
 def _derivative_rows(run) -> list[dict]:
     """Every cached derivative of ``run`` against its dense twin."""
     s, cache = run.spec, run.cache
+    jacobians = shared("scale_dense.jacobians")   # dense Jacobians of the toy stacks, shared inside one run
     u = mf.unit_roundoff(run.tdtype)
     rows = []
 
     def dense(variant: str, delta: float = 0.0):
         key = (repr(s), variant, delta)
-        if key not in _JACOBIANS:
+        if key not in jacobians:
             st = run.stack(variant)
             X = _reference(st, run.xbar())
             X = X + delta * run.inhomogeneity() if delta else X
-            _JACOBIANS[key] = (st, X, _input_jacobian(st, X))
-        return _JACOBIANS[key]
+            jacobians[key] = (st, X, _input_jacobian(st, X))
+        return jacobians[key]
 
     def dense_params(variant: str, delta: float, names: list[str]):
         key = (repr(s), variant, delta, tuple(names))
-        if key not in _JACOBIANS:
+        if key not in jacobians:
             st, X, _ = dense(variant, delta)
-            _JACOBIANS[key] = _param_jacobian(st, X, names)
-        return _JACOBIANS[key]
+            jacobians[key] = _param_jacobian(st, X, names)
+        return jacobians[key]
 
     def qk_row(name, value, delta):
         # D_(W_Q,W_K)X_L cancels to O(δ²) (δA·1 = 0 on equal value rows): its rounding floor is that of the

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import math
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from proofs_check.verdicts.run_scope import per_run
 from proofs_check.verdicts.vocabulary import StackVerdict, one_line, words
 
 VERDICTS = words(StackVerdict)
@@ -122,7 +122,7 @@ def dense_verdict(claim, spec, ctx) -> Verdict:
     return verdict
 
 
-@functools.lru_cache(maxsize=1)
+@per_run(maxsize=1)
 def _scale_run(spec):
     """One ``ScaleRun`` per spec: its reference and derivatives are shared by the claims' matrix-free forms."""
     from proofs_check.verdicts.scale_run import ScaleRun

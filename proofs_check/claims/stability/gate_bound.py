@@ -6,7 +6,6 @@ The on-stack evaluation and the ledger's check; the matrix-free form is in ``mat
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -17,6 +16,7 @@ from numerics import stability as ns
 from numerics.jacobians import reference_input, step_jacobians
 from numerics.precision import EPS64 as EPS, U64
 from numerics.spec import StackSpec
+from proofs_check.verdicts.run_scope import per_run
 from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
@@ -32,7 +32,7 @@ CONTRACTIVE = dict(decay=2.0, ln_gain=0.2, weight_scale=0.5)
 PAPER_MARGIN_SPEC = dict(T=8, d=8, layers=6, heads=2, kernel="causal", P=4, seed=2, knobs={"step": 1.0})
 
 
-@functools.lru_cache(maxsize=1)
+@per_run(maxsize=1)
 def paper_margin() -> dict:
     """The stability margin μ = −(1/(Lh)) Σ_ℓ log‖G_ℓ‖ of the certificate in the paper's setting: on the i.i.d.
     undamped causal stack :data:`PAPER_MARGIN_SPEC` (with its interval enclosure), and on trained weights, the
