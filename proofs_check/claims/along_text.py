@@ -36,6 +36,7 @@ from __future__ import annotations
 import torch
 
 from numerics import held_out
+from numerics.qk_loss_share import FD_STEP, loss_qk_shares
 from numerics import matrix_free as mf
 from numerics import reach as R
 from numerics import visited as VI
@@ -169,7 +170,6 @@ def gate_loss_derivatives(h: held_out.HeldOut, stack, w: int) -> torch.Tensor:
     return torch.stack(jac, dim=-1).detach()
 
 
-FD_STEP = 1e-4          # relative step of the finite weight perturbations (4.1)
 BOUND_WORK = 2e9        # T·L·d³ above which 3.1's reference bound (every mode's d×d blocks) is not built
 
 
@@ -181,43 +181,11 @@ def weight_visibility(spec) -> Verdict:
     directional derivative (the independent route: the two agree to O(ε²)).  The share
     ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ is 0 at 1x̄ᵀ (the claim), so its tolerance is rounding."""
     h = text(spec)
-    shares = loss_qk_shares(h)
+    shares = loss_qk_shares(h, seed=PROBE_SEED, step=FD_STEP)
     measured = {"text": _describe(h, h.states()), **shares, "fd_step": FD_STEP,
                 "route": "central finite differences of the per-token loss against forward-mode derivatives"}
     return _judged("4.1", spec, shares["qk_loss_share"], _rounding(spec, spec.layers), measured, {"qk_loss_share": 0.0},
                    "W_Q, W_K move the per-token held-out loss, relative to W_V, W_O, by")
-
-
-def loss_qk_shares(h: held_out.HeldOut) -> dict:
-    """‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss on ``h``'s windows by forward mode (``qk_loss_share``) and by
-    central differences (``qk_loss_share_finite_difference``), and the two routes' largest relative gap."""
-    from torch.func import functional_call, jvp
-
-    base = VI.plain(h.stack)
-    params = {n: p.detach() for n, p in base.named_parameters()}
-
-    def losses(tangents: dict, scale: float) -> torch.Tensor:
-        moved = {n: params[n] + scale * t for n, t in tangents.items()}
-        with VI._unchecked(base), torch.no_grad():
-            return h.per_token_losses(functional_call(base, {**params, **moved}, (h.X0,)))
-
-    def derivative(tangents: dict) -> torch.Tensor:
-        names = list(tangents)
-
-        def f(*ps):
-            return h.per_token_losses(functional_call(base, {**params, **dict(zip(names, ps))}, (h.X0,)))
-
-        with VI._unchecked(base), torch.no_grad():
-            return jvp(f, tuple(params[n] for n in names), tuple(tangents[n] for n in names))[1]
-
-    out = {}
-    for key, leaves, seed in (("qk", R.QK, PROBE_SEED), ("vo", R.VALUE, PROBE_SEED + 1)):
-        t = R.relative_tangents(base, leaves, seed)
-        out[key + "_fd"] = (losses(t, FD_STEP) - losses(t, -FD_STEP)) / (2 * FD_STEP)
-        out[key] = derivative(t)
-    return {"qk_loss_share": R.pooled_ratio(out["qk"], out["vo"]),
-            "qk_loss_share_finite_difference": R.pooled_ratio(out["qk_fd"], out["vo_fd"]),
-            "finite_difference_vs_jvp": max(R.pooled_ratio(out[k + "_fd"] - out[k], out[k]) for k in ("qk", "vo"))}
 
 
 def saturation(spec) -> Verdict:

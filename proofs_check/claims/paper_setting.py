@@ -123,10 +123,10 @@ QK_ROUTE_TOL = 1e-5
 
 
 def qk_shares_at(stack, X0: torch.Tensor, seed: int) -> dict:
-    """Claim 4.1's share ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss (``along_text.loss_qk_shares``) of ``stack``
+    """Claim 4.1's share ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss (``numerics.qk_loss_share.loss_qk_shares``) of ``stack``
     on inputs ``X0`` (windows, T, d) with a random readout over 16 tokens and the corpus's tokens as targets."""
     from numerics.loss_visibility import readout
-    from proofs_check.claims.along_text import loss_qk_shares
+    from numerics.qk_loss_share import loss_qk_shares
 
     windows, T, d = X0.shape
     tokens = held_out.text_tokens(T, 16, windows)
@@ -140,7 +140,7 @@ def qk_visibility_measurement(ctx) -> dict:
     embedding) and the trained byte GPT-2 along its held-out text, where the language model runs."""
     from numerics import matrix_free as mf
     from numerics.stack import random_xbar
-    from proofs_check.claims.along_text import loss_qk_shares
+    from numerics.qk_loss_share import loss_qk_shares
     from proofs_check.verdicts.standing import PAPER_SETTING, measurement
 
     spec = gpt2_block_specs(ctx, T=8, d=8, layers=3)[0]

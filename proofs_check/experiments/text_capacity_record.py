@@ -151,6 +151,26 @@ def load(path: Path = CAPACITY_RECORD) -> dict | None:
     return CapacityRecord.model_validate(json.loads(path.read_text())).model_dump()
 
 
+def ledger_entry(record: dict | None = None) -> dict | None:
+    """The ledger's record of the capacity control (None when not recorded): the finding and its provenance."""
+    record = record if record is not None else load()
+    if record is None:
+        return None
+    return {"finding": statement(record), "summary": record["summary"], "source_key": record["source_key"],
+            "git": record["git"], "cut": record["cut"]}
+
+
+def report_lines(figures_dir: Path, record: dict | None = None) -> list[str]:
+    """The report's paragraph on the capacity control and its figure (none when not recorded)."""
+    from proofs_check.experiments.text_experiment import figure_lines
+
+    record = record if record is not None else load()
+    if record is None:
+        return []
+    return ([f"**Capacity control** (`{CAPACITY_RECORD.name}`, git {record['git']}). {statement(record)}", ""]
+            + figure_lines(CAPACITY_RECORD.with_suffix(".png"), "Claim 7.3 on text: capacity control", figures_dir))
+
+
 def make_record(raw: dict, recorded: dict, git: str, cut: str | None = None, note: str | None = None) -> dict:
     """The committed record: the raw run (``text_capacity.run``), its commit, the cut (if any), a note and the summary."""
     record = {**raw, "git": git, "cut": cut, "note": note}

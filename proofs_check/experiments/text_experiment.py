@@ -271,8 +271,6 @@ def recorded() -> dict | None:
 
 def report_section(result: dict | None, figures_dir: Path) -> list[str]:
     """The report's section on the recorded run: the prediction, the finding, its provenance, the figure."""
-    from numerics.io import write_bytes
-
     lines = ["", "## Claim 7.3 on text", ""]
     if result is None:
         return lines + ["Not recorded: run `fastslow train --experiment 7.3 --workers 2 --json "
@@ -293,34 +291,27 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
                    else "**Its source key differs from this checkout's: the code changed since it was recorded; "
                         "the finding is the earlier code's, not a verdict on this one.**")
     lines += [provenance, ""]
-    from proofs_check.experiments import text_capacity_record
+    return lines + figure_lines(RECORDED.with_suffix(".png"), "Claim 7.3 on text", figures_dir)
 
-    capacity = text_capacity_record.load()
-    if capacity is not None:
-        lines += [f"**Capacity control** (`{text_capacity_record.CAPACITY_RECORD.name}`, git {capacity['git']}). "
-                  f"{text_capacity_record.statement(capacity)}", ""]
-    for image, title in ((RECORDED.with_suffix(".png"), "Claim 7.3 on text"),
-                         (text_capacity_record.CAPACITY_RECORD.with_suffix(".png"), "Claim 7.3 on text: capacity control")):
-        if image.exists():
-            (figures_dir / "trained").mkdir(parents=True, exist_ok=True)
-            write_bytes(figures_dir / "trained" / image.name, image.read_bytes())
-            lines += [f"![{title}](figures/trained/{image.name})", ""]
-    return lines
+
+def figure_lines(image: Path, title: str, figures_dir: Path) -> list[str]:
+    """A committed figure copied into the report's ``figures/trained/`` and its Markdown line (none when absent)."""
+    from numerics.io import write_bytes
+
+    if not image.exists():
+        return []
+    (figures_dir / "trained").mkdir(parents=True, exist_ok=True)
+    write_bytes(figures_dir / "trained" / image.name, image.read_bytes())
+    return [f"![{title}](figures/trained/{image.name})", ""]
 
 
 def ledger_entry(result: dict | None) -> dict:
     """The ledger's record of the recorded run: the finding and whether it is this code's."""
     if result is None:
         return {"status": "not recorded"}
-    from proofs_check.experiments import text_capacity_record
-
-    capacity = text_capacity_record.load()
     return {"status": "recorded" if result["current"] else "recorded with other code",
             "finding": statement(result), "prediction": PREDICTION, "summary": result["summary"],
-            "source_key": result["source_key"], "current": result["current"], "git": result.get("git"),
-            "capacity_control": None if capacity is None else {
-                "finding": text_capacity_record.statement(capacity), "summary": capacity["summary"],
-                "source_key": capacity["source_key"], "git": capacity["git"], "cut": capacity["cut"]}}
+            "source_key": result["source_key"], "current": result["current"], "git": result.get("git")}
 
 
 def format_result(result: dict) -> str:

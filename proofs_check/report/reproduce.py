@@ -97,10 +97,11 @@ def _reproduce(out: Path, quick: bool, device: str, allow_drift: bool) -> int:
             ledger["derive"] = {"ok": results["derive"].ok, "summary": str(results["derive"]),
                                 "integrity": str(integrity)}
             ledger["integrity"] = integrity.as_dict()
-            from proofs_check.experiments import depth_smoothness, text_experiment
+            from proofs_check.experiments import depth_smoothness, text_capacity_record, text_experiment
             from proofs_check.runners import trained_findings
 
-            ledger["recorded"] = {"text-7.3": text_experiment.ledger_entry(text_experiment.recorded()),
+            ledger["recorded"] = {"text-7.3": {**text_experiment.ledger_entry(text_experiment.recorded()),
+                                               "capacity_control": text_capacity_record.ledger_entry()},
                                   "depth-smoothness": depth_smoothness.ledger_entry()}
             ledger["trained"] = trained_findings.findings(results["matrix"])
             ledger["reach"] = results["reach"]
@@ -128,7 +129,7 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
     (``python -m proofs_check.report.reproduce OUT``)."""
     import json
 
-    from proofs_check.experiments import text_experiment
+    from proofs_check.experiments import text_capacity_record, text_experiment
     from proofs_check.report.conditions import grid_section
     from proofs_check.report.document import render_html, render_markdown
     from proofs_check.report.figures import load_figures
@@ -157,8 +158,8 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
     extra += stamp(reach_section(ledger["reach"]), run)
     extra += stamp(depth_smoothness_section(ledger["recorded"]["depth-smoothness"]),
                    recorded(ROOT / "docs" / "trained" / "depth_smoothness.json"))
-    extra += stamp(text_experiment.report_section(text_experiment.recorded(), figures_dir),
-                   recorded(text_experiment.RECORDED))
+    extra += stamp(text_experiment.report_section(text_experiment.recorded(), figures_dir)
+                   + text_capacity_record.report_lines(figures_dir), recorded(text_experiment.RECORDED))
     extra += _mutation_section(out)
     extra += stamp(_derive_section(ledger["derive"], ledger["integrity"]), run)
     md = render_markdown(ledger, figures_dir, ledger.get("timings", {}), figure_index, extra_sections=extra)
