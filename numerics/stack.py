@@ -279,7 +279,7 @@ def _draw_layer_params(layer: Layer, cfg: StackConfig, gen: torch.Generator) -> 
     for name, p in layer.named_parameters():
         if name == "gate":
             continue
-        leaf = name.rsplit(".", 1)[-1]
+        leaf = name.rpartition(".")[2]
         if leaf == "gamma":
             value = cfg.ln_gain + 0.1 * randn(d)
         elif leaf in ("beta", "b1", "b2", "b_Q", "b_O"):

@@ -58,6 +58,23 @@ def _text_7_3() -> dict:
             "dof": pt["dof"], "p": pt["p"], "old_lo": s["interval"][0], "old_hi": s["interval"][1]}
 
 
+def _capacity_7_3() -> dict:
+    """The capacity control's record (docs/trained/text-7.3-capacity.json): its pre-registered test, the
+    descriptive frozen-vs-capacity test, the slow path's share and the layers its rule opens."""
+    s = json.loads((ROOT / "docs/trained/text-7.3-capacity.json").read_text())["summary"]
+    pt, fc = s["cap_vs_coupled"], s["frozen_vs_capacity_descriptive"]["test"]
+    opened = s["g1_open_layers"]["coupled"]
+    return {"gap": pt["mean"], "n": pt["n"], "level": 100 * (1 - pt["alpha"]), "lo": pt["interval"][0],
+            "hi": pt["interval"][1], "p": pt["p"], "fc": fc["mean"], "n_fc": fc["n"], "p_fc": fc["p"],
+            "rho0": s["slow_share"]["coupled"][0][0], "rho_cap": max(s["slow_share_max_over_seeds"]["capacity"]),
+            "rho_min": s["rho_min"], "l0": opened[0], "l1": opened[1], "l2": opened[2], "both": len(s["seeds_both"]),
+            "seed": s["seeds_both"][0]}
+
+
+_CAPACITY = ("loss(capacity) − loss(coupled) = +{gap} nats/byte over {n} seeds, {level} % interval [+{lo}, +{hi}], "
+             "p = {p}: *helps*; loss(frozen) − loss(capacity) = +{fc} (descriptive, {n_fc} seeds, p = {p_fc}).")
+
+
 N = r"(−?[0-9]+(?:\.[0-9]+)?)"
 QUOTES = [
     ("docs/theory.md", "6.4 reference values", _reach_6_4,
@@ -115,6 +132,14 @@ QUOTES += [
      + r"[\s\S]*?" + passage("paired t-test, α = {alpha} two-sided, power {power} at the pilot's d_z = {dz}, "
                               "noncentral t) asks for n = {n} seeds; the rerun used five fresh seeds, {s_lo}–{s_hi}.")
      + r"[\s\S]*?" + passage("(|g₀| ≈ {g_lo}–{g_hi})")),
+    (THEORY, "7.3 capacity control", _capacity_7_3,
+     passage(_CAPACITY) + r"[\s\S]*?"
+     + passage("ρ₀ = {rho0} in the coupled arm (seed {seed}) against at most {rho_cap} in the capacity arm; by the rule "
+               "ρ_ℓ ≥ {rho_min} the slow path opens in layers {l0}, {l1}, {l2} of the coupled arm and in none of the "
+               "capacity arm (seeds with both arms: {both};")),
+    ("docs/trained.md", "7.3 capacity control", _capacity_7_3,
+     passage(_CAPACITY) + r"\s+" + passage("ρ₀ = {rho0} in the coupled arm (seed {seed}) against at most {rho_cap} in "
+                                           "the capacity arm.")),
     (THEORY, "8.1 decision rule", D.rule_8_1,
      passage("supported if both are ≤ {euler} and refuted if the step's is ≥ {step} or the roughness's ≥ {rough}")),
 ]
