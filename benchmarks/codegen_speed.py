@@ -24,7 +24,7 @@ import sympy as sp
 import torch
 
 from benchmarks.timing import interleaved_median_times
-from numerics.stack import LN_EPS
+from numerics.stacks.stack import LN_EPS
 from proofs_check.extras import available
 
 BATCH = 1024

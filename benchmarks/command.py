@@ -12,7 +12,7 @@ from proofs_check.cli.options import add_device, add_json, add_size, quick
 
 def run(args) -> int:
     from benchmarks.run import run_benchmarks
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     results = run_benchmarks(quick=quick(args), device=args.device)
     if args.json:

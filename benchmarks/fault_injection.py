@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     passed = sum(r["ok"] for r in rounds)
     print(f"{passed}/{len(rounds)} rounds passed")
     if args.json:
-        from numerics.io import write_json
+        from numerics.storage.io import write_json
 
         write_json(args.json, {"reference_s": wall, "rounds": rounds, "passed": passed})
     return 0 if passed == len(rounds) else 1

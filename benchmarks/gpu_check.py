@@ -197,7 +197,7 @@ def summary(results: list[StepResult], device: str, budget: float, wall: float, 
 
 
 def write_summary(out: Path, data: dict) -> None:
-    from numerics.io import write_json, write_text
+    from numerics.storage.io import write_json, write_text
 
     write_json(out / "summary.json", data)
     lines = [f"gpu_check on {data['device']}: {data['wall_s']:.0f} s of a {data['budget_s']:.0f} s budget; "

@@ -29,10 +29,10 @@ def validation_losses(folder: Path, out: Path, windows: int = 64) -> dict:
     import torch
     from transformers import GPT2LMHeadModel
 
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus
-    from numerics.hf_gpt2 import embed, readout
-    from numerics.spec import StackSpec
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus
+    from numerics.storage.hf_gpt2 import embed, readout
+    from numerics.stacks.spec import StackSpec
 
     tensors, manifest = ckpt.load(out)
     spec = StackSpec.from_dict({**manifest["spec"], "checkpoint": str(out)})
@@ -54,10 +54,10 @@ def validation_losses(folder: Path, out: Path, windows: int = 64) -> dict:
 
 def reach(folder: Path, windows: int = 4) -> dict:
     """``reach_on_stack`` on the full-context import, at ``windows`` embedded validation windows."""
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus
-    from numerics.hf_gpt2 import embed
-    from numerics.spec import StackSpec
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus
+    from numerics.storage.hf_gpt2 import embed
+    from numerics.stacks.spec import StackSpec
     from proofs_check.runners.import_hf import import_hf
     from proofs_check.runners.reach import reach_on_stack
 
@@ -71,12 +71,12 @@ def reach(folder: Path, windows: int = 4) -> dict:
         result = reach_on_stack(f"{folder.name} (transformers-trained GPT-2, imported)", stack,
                                 embed(tensors["outside"], tokens))
     result["seconds"] = time.perf_counter() - start
-    result["inputs"] = f"{windows} validation windows of the byte corpus, X0 = wte + wpe (numerics.hf_gpt2.embed)"
+    result["inputs"] = f"{windows} validation windows of the byte corpus, X0 = wte + wpe (numerics.storage.hf_gpt2.embed)"
     return result
 
 
 def run(folder: Path) -> dict:
-    from numerics import checkpoint as ckpt
+    from numerics.storage import checkpoint as ckpt
     from proofs_check.runners.check import run_stack_checks
     from proofs_check.runners.import_hf import import_hf
 
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", required=True)
     parser.add_argument("--reach", metavar="JSON", help="also write the reach measurements here")
     args = parser.parse_args(argv)
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     write_json(args.json, run(Path(args.folder)))
     if args.reach:

@@ -115,7 +115,7 @@ def main(argv=None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if args.workdir and Path(args.workdir).exists() and any(Path(args.workdir).iterdir()):
         parser.error(f"--workdir {args.workdir} is not empty")
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     config = TINY if args.tiny else SMALL
     kw = dict(claims=args.claim, budget_seconds=args.budget_seconds, budget_gib=args.budget_gib)

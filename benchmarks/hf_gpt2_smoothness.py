@@ -21,8 +21,8 @@ from pathlib import Path
 
 
 def imported_stack(folder: Path, out: Path):
-    from numerics import checkpoint as ckpt
-    from numerics.spec import StackSpec
+    from numerics.storage import checkpoint as ckpt
+    from numerics.stacks.spec import StackSpec
     from proofs_check.runners.import_hf import import_hf
 
     import_hf(folder, out)
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("folder", help="the Hugging Face checkpoint folder (save_pretrained)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     record = run(Path(args.folder))
     write_json(args.json, record)

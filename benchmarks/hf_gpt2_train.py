@@ -3,7 +3,7 @@
 The model is ``GPT2LMHeadModel(GPT2Config(vocab_size=256, ...))``: GPT-2's own code (pre-LN
 blocks with h = 1, ``gelu_new``, Conv1D projections with biases, tied head), trained here so
 that ``fastslow import-hf`` and ``fastslow check --stack`` run on a GPT-2 whose weights were
-learnt from text, not drawn.  The corpus is ``numerics.corpus.ByteCorpus`` (CPython's
+learnt from text, not drawn.  The corpus is ``numerics.text.corpus.ByteCorpus`` (CPython's
 reference-manual pages as bytes, the last 10 % held out); the validation loss is in nats per
 byte, to be read against the unigram entropy of the training bytes (what a model that ignores
 context achieves).
@@ -75,7 +75,7 @@ def train(cfg: HFTrainConfig, out: Path, progress: bool = True) -> dict:
     import transformers
     from transformers import GPT2LMHeadModel
 
-    from numerics.corpus import ByteCorpus, unigram_entropy
+    from numerics.text.corpus import ByteCorpus, unigram_entropy
     from proofs_check.experiments.train import git_hash
 
     torch.set_num_threads(cfg.threads)
@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", required=True, help="the run's record")
     parser.add_argument("--steps", type=int, default=HFTrainConfig.steps)
     args = parser.parse_args(argv)
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     record = train(HFTrainConfig(steps=args.steps), Path(args.out))
     write_json(args.json, record)

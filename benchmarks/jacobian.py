@@ -3,13 +3,13 @@
 The compared object is the same on both sides: the (Td)×(Td) matrix
 J = ∂ vec(X_L) / ∂ vec(X_0) (row-major vec) at X_0 = 1x̄ᵀ, float64.
 
-* **dense**: ``numerics.jacobians.stack_jacobian`` (``torch.func.jacrev``) of the stack (the best of a few chunk sizes), i.e. Td
+* **dense**: ``numerics.linearised.jacobians.stack_jacobian`` (``torch.func.jacrev``) of the stack (the best of a few chunk sizes), i.e. Td
   vector-Jacobian products through all L layers.
-* **factorised** (Claim 2.3, no eigenvectors): ``numerics.factorisation.polynomial_coefficients``
+* **factorised** (Claim 2.3, no eigenvectors): ``numerics.families.factorisation.polynomial_coefficients``
   (the reference trajectory x̄_ℓ token-wise, each layer's affine mode map G_ℓ(λ) from the
   generated coefficient functions, G(λ) = G_{L−1}(λ)⋯G_0(λ) = Σ_m λ^m K_m multiplied out),
   then the assembly J = Σ_m A^m ⊗ K_m with the frozen kernel A as one (T², L+1) × (L+1, d²)
-  product and one permute (``numerics.factorisation.polynomial_jacobian`` spells it as L+1
+  product and one permute (``numerics.families.factorisation.polynomial_jacobian`` spells it as L+1
   Kronecker products, each a (Td)² temporary; the result is the same matrix).
   Its cost is O(L² d³ + L T³ + L T² d²) against the dense O(T d · L · T d²)-and-more.
 
@@ -25,9 +25,9 @@ import statistics
 import torch
 
 from benchmarks.timing import median_time, time_once
-from numerics.spec import StackSpec
-from numerics.jacobians import stack_jacobian
-from numerics.matrix_free import reference_state
+from numerics.stacks.spec import StackSpec
+from numerics.linearised.jacobians import stack_jacobian
+from numerics.linearised.matrix_free import reference_state
 
 HEADLINE = {"T": 32, "d": 64, "layers": 12, "heads": 4, "kernel": "causal", "dtype": "float64"}
 RELATIVE_TOLERANCE = 1e-10  # float64 rounding × the depth/width of the products (observed ~1e-15)
@@ -49,9 +49,8 @@ def benchmark_stack(T: int, d: int, layers: int, heads: int, device: str, seed: 
 # ---- factorised ----------------------------------------------------------------------------
 def factored_form(stack, xbar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(A^0..A^L (L+1, T, T), K_0..K_L (L+1, d, d)): the Jacobian in its polynomial form
-    (``numerics.factorisation``: generated G_ℓ(λ) coefficients multiplied out in depth order)."""
-    from numerics import factorisation
-
+    (``numerics.families.factorisation``: generated G_ℓ(λ) coefficients multiplied out in depth order)."""
+    from numerics.families import factorisation
     K = factorisation.polynomial_coefficients(stack, xbar)
     return kernel_powers(factorisation.common_kernel(stack).to(K.dtype), K.shape[0] - 1), K
 
@@ -182,7 +181,7 @@ def run(quick: bool, device: str, progress=None) -> dict:
         "compared_quantity": "the assembled (Td)x(Td) float64 Jacobian d vec(X_L)/d vec(X_0) "
                              "(row-major vec) at X_0 = 1 xbar^T, produced in full by both methods",
         "dense_method": "torch.func.jacrev of the stack, best chunk size of " + str(list(chunks)),
-        "factorised_method": "numerics.factorisation.polynomial_coefficients (generated G_l(lambda) "
+        "factorised_method": "numerics.families.factorisation.polynomial_coefficients (generated G_l(lambda) "
                              "coefficients multiplied out), J = sum_m A^m kron K_m assembled by one GEMM",
         "config": {**cfg, "best_chunk_size": head["best_chunk_size"], "repeats": repeats,
                    "dense_seconds_by_chunk": head["dense_seconds_by_chunk"],

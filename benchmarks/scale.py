@@ -3,7 +3,7 @@
 ``jv_vs_jvp``: at d = 768, L = 12, 12 heads (GPT-2-small width and depth), T = 256, 1024, 4096,
 float64, one Gaussian probe V, both sides at the token-homogeneous reference 1x̄ᵀ:
 
-* **factorised**: ``numerics.matrix_free.JacobianAction`` — the coefficients K_m (O(L² d³), once
+* **factorised**: ``numerics.linearised.matrix_free.JacobianAction`` — the coefficients K_m (O(L² d³), once
   per stack, independent of T) and one application Σ_m A^m V K_mᵀ (O(L T d²));
 * **jvp**: ``torch.func.jvp`` of the real stack (O(L (T² d + T d²)) with the softmax tangents).
 
@@ -29,8 +29,8 @@ import time
 
 import torch
 
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
 from numerics.fitting import loglog_fit
 from proofs_check.tables import text_table
 

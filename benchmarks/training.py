@@ -1,6 +1,6 @@
 """Training throughput: tokens/s of ``fastslow train``'s trainer at the default text config.
 
-The trainer is ``numerics.training.fit`` as ``proofs_check.experiments.train.train_text`` runs it, on the
+The trainer is ``numerics.text.training.fit`` as ``proofs_check.experiments.train.train_text`` runs it, on the
 requested device, at :data:`CONFIG` (``TextConfig()``: d = 128, 6 layers, 4 heads, T = 256,
 batch 8, float32), for ``preln`` and ``hierarchical``.  Only a few steps run, each in its own
 ``train_text`` call that resumes the previous call's checkpoint (a temporary folder), so the
@@ -40,8 +40,8 @@ CONFIG = TextConfig()
 def _forward_backward(cfg, device: str):
     """A zero-argument call: the forward and backward pass of ``cfg``'s model on one batch of the
     trainer's first batch seed (the model built as ``train_text`` builds it, moved to ``device``)."""
-    from numerics.corpus import VOCAB, ByteCorpus
-    from numerics.training import LanguageModel, batch_seed, next_token_loss
+    from numerics.text.corpus import VOCAB, ByteCorpus
+    from numerics.text.training import LanguageModel, batch_seed, next_token_loss
 
     model = LanguageModel(VOCAB, cfg.spec().build(), cfg.seed,
                           dtype=torch.float32 if cfg.dtype == "float32" else torch.float64).to(device)

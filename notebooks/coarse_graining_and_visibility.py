@@ -12,7 +12,7 @@
 # At a token-homogeneous reference X_ℓ = 1x̄_ℓᵀ every layer's Jacobian splits into one d×d block
 # G_ℓ(λ) per eigenvalue λ of the frozen kernel A (Claim 2.1).  This notebook walks through
 # Claims 3.1–4.2 with the library calls the ledger uses (`theory.coarse_graining`,
-# `theory.visibility`, `numerics.coarse_graining`, `numerics.visibility`) and regenerates the
+# `theory.visibility`, `numerics.families.coarse_graining`, `numerics.families.visibility`) and regenerates the
 # family's figures.  Set `FASTSLOW_SMOKE=1` for quick sizes.
 
 # %%
@@ -25,9 +25,9 @@ torch.set_num_threads(1)
 SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/coarse_graining_and_visibility"))  # this notebook's own folder
 
-from numerics.spec import StackSpec  # noqa: E402
-from numerics import coarse_graining as cg  # noqa: E402
-from numerics import visibility as nv  # noqa: E402
+from numerics.stacks.spec import StackSpec  # noqa: E402
+from numerics.families import coarse_graining as cg  # noqa: E402
+from numerics.families import visibility as nv  # noqa: E402
 from numerics.fitting import loglog_fit  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
 from proofs_check.verdicts.evidence import CheckContext# noqa: E402

@@ -11,7 +11,7 @@
 #
 # "Stability delimits what the architecture may do; the data decides what it will."
 # This notebook walks through Claims 7.1–7.3 with the library calls the ledger uses
-# (`theory.emissions`, `numerics.emissions`, `numerics.data`, `numerics.training`) and
+# (`theory.emissions`, `numerics.families.emissions`, `numerics.families.data`, `numerics.text.training`) and
 # regenerates the family's figures through `proofs_check.report.figures.render`.
 # Set `FASTSLOW_SMOKE=1` for seconds-sized runs (a demonstration, not evidence).
 
@@ -28,9 +28,9 @@ SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/data_side"))  # this notebook's own folder
 
 from theory import emissions as th  # noqa: E402
-from numerics import emissions as ne  # noqa: E402
-from numerics import training as tr  # noqa: E402
-from numerics.data import TopicBlocks  # noqa: E402
+from numerics.families import emissions as ne  # noqa: E402
+from numerics.text import training as tr  # noqa: E402
+from numerics.families.data import TopicBlocks  # noqa: E402
 from proofs_check.claims.emissions import PRIORS, draw_block  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
 
@@ -115,7 +115,7 @@ for rho in (0.0, 0.9):
 
 # %% [markdown]
 # Coupled (learnable gate) vs frozen (gate fixed at 0), several seeds, i.i.d. vs AR(1)
-# blocks; the decision rule is fixed in `numerics.training` (gap vs 2 × pooled seed std;
+# blocks; the decision rule is fixed in `numerics.text.training` (gap vs 2 × pooled seed std;
 # gate vs a quarter of the AR(1) gate; gap / Bayes gap in [0.25, 1.5]).
 
 # %%

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
-from numerics import depth_flow as nd
-from numerics import factorisation as nf
+from numerics.families import depth_flow as nd
+from numerics.families import factorisation as nf
 from numerics.fitting import loglog_fit
-from numerics.stack import random_xbar
-from numerics.spec import StackSpec
+from numerics.stacks.stack import random_xbar
+from numerics.stacks.spec import StackSpec
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form
 from proofs_check.report.figures import render
 from proofs_check.verdicts.evidence import CheckContext

@@ -11,8 +11,8 @@
 #
 # With ε = 1/P the token-rate variable x and the block-rate variable y obey
 # ε ẋ = f(x, y), ẏ = g(x, y).  This notebook walks through Claims 6.1–6.3 with the
-# same library calls the ledger uses (`theory.slow_manifold`, `numerics.slow_manifold`,
-# `numerics.cost`) and regenerates the family's figures.
+# same library calls the ledger uses (`theory.slow_manifold`, `numerics.families.slow_manifold`,
+# `numerics.families.cost`) and regenerates the family's figures.
 # Set `FASTSLOW_SMOKE=1` for quick sizes.
 
 # %%
@@ -27,9 +27,8 @@ SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/slow_manifold"))  # this notebook's own folder
 
 from theory import slow_manifold as th  # noqa: E402
-from numerics import slow_manifold as nm  # noqa: E402
-from numerics import cost  # noqa: E402
-
+from numerics.families import slow_manifold as nm  # noqa: E402
+from numerics.families import cost  # noqa: E402
 # %% [markdown]
 # ## 6.1 The invariance equation, order by order
 # Michaelis–Menten in the standard nondimensional form: s slow, c fast.  The solver
@@ -63,7 +62,7 @@ print(th.expand_slow_manifold(th.repelling_control(), 2).tikhonov.summary())
 # %% [markdown]
 # ### Simulation: dist(x, φ^(k)(y)) = O(ε^(k+1)) after the boundary layer
 # The token recurrence (exact per-token propagator) for the linearised block model;
-# Radau for Michaelis–Menten.  Fit range P = 16 … 256 (see `numerics/slow_manifold.py`
+# Radau for Michaelis–Menten.  Fit range P = 16 … 256 (see `numerics/families/slow_manifold.py`
 # for the error estimates behind it).
 
 # %%

@@ -13,7 +13,7 @@
 # With a_ℓ = ‖G_ℓ‖, k_ℓ = ‖K_ℓ‖ the gated product is bounded by exp S(|g|),
 # S(g) = Σ_ℓ log(a_ℓ + h g k_ℓ).  The **stability margin** is μ = −(1/(Lh)) Σ log a_ℓ and the
 # **gate bound** g* is the root of S. This notebook walks through Claims 5.1 and 5.2 with the
-# library calls the ledger uses (`theory.stability`, `numerics.stability`) and regenerates the
+# library calls the ledger uses (`theory.stability`, `numerics.families.stability`) and regenerates the
 # figures through `proofs_check.report.figures.render`.  `FASTSLOW_SMOKE=1` gives seconds-sized runs.
 
 # %%
@@ -27,8 +27,8 @@ SMOKE = os.environ.get("FASTSLOW_SMOKE") == "1"
 OUT = Path(os.environ.get("FASTSLOW_FIGURES_DIR", "out/notebooks/stability"))  # this notebook's own folder
 
 from theory import stability as th  # noqa: E402
-from numerics.spec import StackSpec  # noqa: E402
-from numerics import stability as ns  # noqa: E402
+from numerics.stacks.spec import StackSpec  # noqa: E402
+from numerics.families import stability as ns  # noqa: E402
 from proofs_check.report.figures import render  # noqa: E402
 from proofs_check.verdicts.evidence import CheckContext# noqa: E402
 

@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         return 0
-    from numerics.io import write_text
+    from numerics.storage.io import write_text
 
     write_text(path, fresh)
     return 0

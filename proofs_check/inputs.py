@@ -1,5 +1,5 @@
 """Files a command reads, checked before any work: regular files under a size cap
-(``numerics.io.read_input``), JSON against a pydantic model, with one-line refusals that name the
+(``numerics.storage.io.read_input``), JSON against a pydantic model, with one-line refusals that name the
 option, the file and the field (``InvalidInput``: exit 2).
 
 * :func:`load_ledger`: ``grid --ledger``; the schema, then consistency: a status its own numbers
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from numerics.params import InvalidInput
+from numerics.stacks.params import InvalidInput
 
 
 def _field(loc) -> str:
@@ -33,7 +33,7 @@ def load_json(path, model: type[BaseModel], name: str) -> dict:
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else path
     if not isinstance(text, str) or text.strip() == "":
         raise InvalidInput(f"{name} {text!r}: the path is empty")
-    from numerics.io import read_input
+    from numerics.storage.io import read_input
 
     try:
         raw = read_input(text, name).decode("utf-8")

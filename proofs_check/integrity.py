@@ -48,7 +48,7 @@ def read_manifest(out_dir: Path = GENERATED) -> dict:
 
 def record(out_dir: Path, entries: dict[str, dict]) -> None:
     """Merge ``entries`` (family -> {"sha256", "source", "sources"}) into the manifest, atomically."""
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     families = read_manifest(out_dir)
     families.update(entries)

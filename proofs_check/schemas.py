@@ -2,8 +2,8 @@
 
 One model per document, at the layer that owns it:
 
-- ``stack-spec``: :class:`numerics.params.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
-- ``checkpoint-manifest``: :class:`numerics.checkpoint.CheckpointManifest` (``fastslow train``, ``import-hf``);
+- ``stack-spec``: :class:`numerics.stacks.params.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
+- ``checkpoint-manifest``: :class:`numerics.storage.checkpoint.CheckpointManifest` (``fastslow train``, ``import-hf``);
 - ``sweep-spec``: :class:`proofs_check.sweep.spec.SweepFile` (a sweep's TOML file, as parsed);
 - ``ledger``: :class:`proofs_check.verdicts.ledger_schema.Ledger` (``fastslow check --json``).
 
@@ -23,8 +23,8 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def models() -> dict:
     """Document name -> the pydantic model that defines it."""
-    from numerics.checkpoint import CheckpointManifest
-    from numerics.params import StackSpecModel
+    from numerics.storage.checkpoint import CheckpointManifest
+    from numerics.stacks.params import StackSpecModel
     from proofs_check.verdicts.ledger_schema import Ledger
     from proofs_check.sweep.spec import SweepFile
 
@@ -54,7 +54,7 @@ def stale(folder: Path = FOLDER) -> list[Path]:
 
 def write(folder: Path = FOLDER) -> list[Path]:
     """Write every schema under ``folder`` (atomically); return the paths."""
-    from numerics.io import write_text
+    from numerics.storage.io import write_text
 
     Path(folder).mkdir(parents=True, exist_ok=True)
     for name in models():

@@ -1,6 +1,6 @@
 """One validation layer at the boundary, shared by the CLI and the Python API.
 
-``random_stack`` (and so ``StackSpec.build``, through the stack's own model ``numerics.params.StackParams``), ``simulate``, ``run_checks`` and every
+``random_stack`` (and so ``StackSpec.build``, through the stack's own model ``numerics.stacks.params.StackParams``), ``simulate``, ``run_checks`` and every
 ``fastslow`` subcommand pass their arguments through the pydantic models here before any
 work starts.  A refusal is a :class:`InvalidInput` (a ``ValueError``) whose message is one
 line naming the parameter, the value and what is allowed; the CLI prints it and exits 2.
@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from numerics.params import SEED_MAX, InvalidInput, OptionalPositiveInt, PositiveInt, StackParams, _validate
+from numerics.stacks.params import SEED_MAX, InvalidInput, OptionalPositiveInt, PositiveInt, StackParams, _validate
 
 DEVICES = ("auto", "cpu", "cuda")
 PROFILES = ("ci", "thorough")
@@ -134,7 +134,7 @@ def validate_simulate(**kwargs) -> SimulateParams:
     """Check ``simulate``'s arguments and that every stage it runs (building, the forward pass, the
     gate certificate) fits in memory, before any work."""
     params = _validate(SimulateParams, kwargs)
-    from numerics.memory import check_fits, run_bytes, simulate_bytes
+    from numerics.stacks.memory import check_fits, run_bytes, simulate_bytes
 
     certificate = bool(params.P) and params.certificate
     estimate = run_bytes(params.T, params.d, params.layers, params.heads, params.P, batch=params.batch,
@@ -203,7 +203,7 @@ class CheckParams(BaseModel):
 def check_cache_dir(path: str | None, name: str = "cache folder") -> str | None:
     """Refuse a cache folder (``path``, or ``$FASTSLOW_CACHE``, or ``out/cache``) that exists as a
     file or lies under one: the trained runs could be neither read nor written there."""
-    from numerics.training import default_cache_dir
+    from numerics.text.training import default_cache_dir
 
     folder = Path(os.fspath(path)) if path is not None else default_cache_dir()
     for part in [folder, *folder.parents]:
@@ -368,7 +368,7 @@ def check_environment() -> None:
     ``FASTSLOW_CRASH_AT_WRITE`` (read at the first write)."""
     import sys
 
-    from numerics.io import _crash_plan
+    from numerics.storage.io import _crash_plan
 
     for stream_name in ("stdout", "stderr"):
         stream = getattr(sys, stream_name)

@@ -117,9 +117,9 @@ def two_sided_3_2() -> dict:
     T·d = 64), the same residual without a value path (c = 0) on the three kernels."""
     import torch
 
-    from numerics import coarse_graining as ncg
-    from numerics.spec import StackSpec
-    from numerics.stack import random_xbar
+    from numerics.families import coarse_graining as ncg
+    from numerics.stacks.spec import StackSpec
+    from numerics.stacks.stack import random_xbar
     from proofs_check.claims.coarse_graining.block_pooling import direct_residuals
 
     out = {}
@@ -217,9 +217,9 @@ def refusals() -> dict:
     version)."""
     import numpy as np
 
-    from numerics import memory as M
-    from numerics.checkpoint import VERSION
-    from numerics.io import MAX_INPUT_BYTES
+    from numerics.stacks import memory as M
+    from numerics.storage.checkpoint import VERSION
+    from numerics.storage.io import MAX_INPUT_BYTES
     from proofs_check.experiments.train import TextConfig, training_estimate
     from proofs_check.sweep.run import WORKER_BYTES
 
@@ -336,7 +336,7 @@ def trained_stacks() -> dict:
     docs/trained/depth_smoothness.json."""
     import numpy as np
 
-    from numerics.corpus import ByteCorpus
+    from numerics.text.corpus import ByteCorpus
 
     counts = np.bincount(ByteCorpus.load().validation.numpy().astype(np.int64), minlength=256)
     p = counts[counts > 0] / counts.sum()

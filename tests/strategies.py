@@ -1,6 +1,6 @@
 """Hypothesis strategies for stacks, as values: sizes biased toward small ones, reaching T = 32, d = 32.
 
-A draw is a :class:`numerics.spec.StackSpec` (so a failing example prints the exact stack and
+A draw is a :class:`numerics.stacks.spec.StackSpec` (so a failing example prints the exact stack and
 reproduces with ``spec.build()``), plus the known hard cases as explicit specs for ``@example``.
 
 Size bias: T and d are drawn from three bands (small, medium, large) with Hypothesis' ``one_of``,
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 
 KERNELS = ("causal", "full", "block", "alibi")
 

@@ -1,9 +1,9 @@
-"""The measurements ``check --stack`` makes along held-out text (numerics/held_out.py, numerics/visited.py,
+"""The measurements ``check --stack`` makes along held-out text (numerics/text/held_out.py, numerics/text/visited.py,
 proofs_check/claims/along_text.py), each against an independent route and a control.
 
 * GPT-2's byte-level token ids are GPT-2's published ones (space 220, newline 198, '!' 0).
 * The visited factorised form at a token-homogeneous state (gate 0) is the generated layer maps'
-  product (``numerics.matrix_free.layered_apply``, from ``numerics.generated``) and the stack's jvp, to
+  product (``numerics.linearised.matrix_free.layered_apply``, from ``numerics.generated``) and the stack's jvp, to
   float64 rounding; the control multiplies the same layer forms in the wrong order and misses J·V by
   exactly what the generated route predicts for the wrong order.
 * The gate's derivative of the per-token held-out loss (4.2) by autograd equals a central finite
@@ -18,12 +18,12 @@ import math
 import pytest
 import torch
 
-from numerics import held_out
-from numerics import matrix_free as mf
-from numerics import visited as VI
-from numerics.loss_visibility import readout
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.text import held_out
+from numerics.linearised import matrix_free as mf
+from numerics.text import visited as VI
+from numerics.families.loss_visibility import readout
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims import along_text
 
 F64 = torch.float64
@@ -50,7 +50,7 @@ def test_visited_form_is_the_generated_form_at_the_reference(knobs, seed):
     xbar = random_xbar(d, seed).to(F64)
     X = xbar.expand(T, d).clone()
     V = mf.probes(3, T, d, seed=seed + 1)
-    # float64 rounding of a depth-L stack's J·V (numerics.matrix_free.rounding_tolerance: n·u over the
+    # float64 rounding of a depth-L stack's J·V (numerics.linearised.matrix_free.rounding_tolerance: n·u over the
     # summed dot-product lengths, times the cancellation allowance)
     tol = mf.rounding_tolerance(T, d, L, F64, stack.config.mlp_ratio)
     forms = VI.layer_forms(stack, X)
@@ -138,8 +138,8 @@ def test_kernel_commutators_vanish_at_the_reference_and_not_on_text():
 def test_pooled_leak_is_exact_at_the_reference_for_kernels_that_keep_ker_pi(kernel):
     """3.2(a): ΠJ(I − Q) = 0 at 1x̄ᵀ for the full and block kernels (to the rounding of J·V); the causal
     kernel leaks there by exactly ‖ΠJ_fact(I − Q)V‖/‖J_fact V‖, J_fact the generated polynomial form
-    (``numerics.matrix_free.JacobianAction``): the control, predicted without autograd."""
-    from numerics.coarse_graining import pooling
+    (``numerics.linearised.matrix_free.JacobianAction``): the control, predicted without autograd."""
+    from numerics.families.coarse_graining import pooling
 
     T, d, L, P = 8, 8, 3, 4
     V = mf.probes(2, T, d, seed=3)
@@ -160,7 +160,7 @@ def test_depth_roughness_of_iid_layers_is_sqrt2():
     """1.1 on weights: independently drawn layers change by √2 per layer (‖a − b‖² = ‖a‖² + ‖b‖² for
     independent zero-mean draws of equal size; relative fluctuation ≈ 1/√(#entries) ≲ 0.1 at d = 16), far above
     the step h = 1/L, so the Euler reading is conditional; a smooth weight path changes by far less."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     spec = StackSpec(T=4, d=16, layers=8, heads=2, kernel="causal", seed=0)
     v = along_text.depth_roughness(spec)

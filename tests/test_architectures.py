@@ -12,9 +12,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from numerics.architectures import ARCHS, hilbert_diameter, sinkhorn, sinkhorn_tolerance
+from numerics.stacks.architectures import ARCHS, hilbert_diameter, sinkhorn, sinkhorn_tolerance
 from numerics.generated import architectures as gen
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 
 F64 = torch.float64
 T, D, HEADS, P = 4, 4, 2, 2
@@ -287,9 +287,9 @@ def test_bad_arch_and_options_errors():
 @pytest.fixture
 def throwaway_arch():
     """Defines (so registers) a throwaway variant and removes it from every table afterwards."""
-    from numerics import stack as S
-    from numerics.architectures import ARCHITECTURES
-    from numerics.architectures.preln import PreLN
+    from numerics.stacks import stack as S
+    from numerics.stacks.architectures import ARCHITECTURES
+    from numerics.stacks.architectures.preln import PreLN
 
     class Damped(PreLN):
         """Pre-LN whose every layer output is scaled by ``factor``: X' = factor · layer(X)."""
@@ -320,8 +320,8 @@ def test_a_new_architecture_is_one_subclass(throwaway_arch):
     """Defining the subclass is the whole registration: random_stack, StackSpec.build, the option
     checks and the reference trajectory see it, and its forward pass is its own (factor^L times a
     plain stack's layers, each on the damped input), not the base's."""
-    from numerics.architectures import ARCHITECTURES, check_arch, resolve_options
-    from numerics.spec import StackSpec
+    from numerics.stacks.architectures import ARCHITECTURES, check_arch, resolve_options
+    from numerics.stacks.spec import StackSpec
 
     name = throwaway_arch.arch
     assert check_arch(name) == name and ARCHITECTURES[name] is throwaway_arch
@@ -350,7 +350,7 @@ def test_a_new_architecture_is_one_subclass(throwaway_arch):
 def test_an_architecture_without_its_step_maps_cannot_be_built():
     """Control: ArchStack is abstract in step and token_step; a subclass missing them is refused
     when built, and defining one without ``arch`` registers nothing."""
-    from numerics.architectures import ARCHITECTURES, ArchStack
+    from numerics.stacks.architectures import ARCHITECTURES, ArchStack
 
     before = dict(ARCHITECTURES)
 

@@ -13,8 +13,8 @@ import torch
 from benchmarks import codegen_speed, derive_time, jacobian, training
 from benchmarks.run import run_benchmarks
 from numerics.fitting import loglog_fit
-from numerics.jacobians import stack_jacobian
-from numerics.matrix_free import reference_state
+from numerics.linearised.jacobians import stack_jacobian
+from numerics.linearised.matrix_free import reference_state
 from proofs_check.experiments.train import TextConfig
 
 TINY = dict(T=6, d=8, layers=3, heads=2)
@@ -50,9 +50,9 @@ def test_control_inhomogeneous_state_breaks_agreement_linearly():
 
 
 def test_assembly_is_the_kronecker_sum():
-    # assemble() (one GEMM + permute) against numerics.factorisation.polynomial_jacobian (torch.kron
+    # assemble() (one GEMM + permute) against numerics.families.factorisation.polynomial_jacobian (torch.kron
     # summed term by term): two spellings of J = Σ_m A^m ⊗ K_m; float64 sums of L+1 = 4 products.
-    from numerics.factorisation import polynomial_jacobian
+    from numerics.families.factorisation import polynomial_jacobian
 
     g = torch.Generator().manual_seed(1)
     A = torch.tril(torch.rand(5, 5, generator=g, dtype=torch.float64))

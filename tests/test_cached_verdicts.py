@@ -1,7 +1,7 @@
 """A cached intermediate passes the same ledger gates as a fresh one: a verdict does not depend on
 whether the run found a cache.
 
-Claim 7.3's check reads its trained runs from a cache folder (``numerics.training.run_experiment``).
+Claim 7.3's check reads its trained runs from a cache folder (``numerics.text.training.run_experiment``).
 The ledger refuses a claim whose check never calls a generated function it declares
 (``proofs_check.runners.exercised``); a cached result used to skip the Bayes computation, the only
 caller of ``topic_transition``, so the second ``check --claim 7.3`` in one folder was *failed*.  The
@@ -33,7 +33,7 @@ def test_every_claim_reading_a_cache_is_covered_here():
 
 
 def test_7_3_rerun_on_its_cache_calls_the_generated_code_and_gives_the_same_summary(tmp_path):
-    from numerics.training import run_experiment
+    from numerics.text.training import run_experiment
 
     runs = []
     for _ in range(2):

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from numerics import checkpoint as ck
+from numerics.storage import checkpoint as ck
 from proofs_check.cli import main as _main
 from proofs_check.verdicts.registry import CLAIMS, DENSE_FEATURES, homogeneous_reference, load_checks, on_stack_claims
 

@@ -6,8 +6,8 @@ import pickle
 import pytest
 import torch
 
-from numerics import checkpoint as ck
-from numerics.spec import StackSpec
+from numerics.storage import checkpoint as ck
+from numerics.stacks.spec import StackSpec
 from proofs_check.experiments import train as T
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):

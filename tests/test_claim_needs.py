@@ -1,6 +1,6 @@
 """Claims declare what they need, architectures what they have; the registry decides n/a from that data.
 
-An architecture's capabilities are ``CAPABILITIES`` in its class body (``numerics.architectures.capabilities``); a
+An architecture's capabilities are ``CAPABILITIES`` in its class body (``numerics.stacks.architectures.capabilities``); a
 claim's needs are ``needs=`` on its ``@on_stack`` registration.  A throwaway architecture defined in this file,
 and nowhere else, gets every claim's answer: n/a, in the one format "n/a: <arch> has no <need> (<meaning>)", exactly
 for the claims that need a capability it lacks, and applicable everywhere else, with no claim module edited.  No
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.architectures.capabilities import CAPABILITIES, capabilities, has
+from numerics.stacks.architectures.capabilities import CAPABILITIES, capabilities, has
 from proofs_check.verdicts import registry
 from proofs_check.verdicts.evidence import CheckContext
 
@@ -29,8 +29,8 @@ NAME = "throwaway-scaled"
 @pytest.fixture
 def throwaway():
     """Defines (so registers) an architecture with no capabilities, and removes it from every table afterwards."""
-    from numerics import stack as S
-    from numerics.architectures import ARCHITECTURES, ArchStack
+    from numerics.stacks import stack as S
+    from numerics.stacks.architectures import ARCHITECTURES, ArchStack
 
     class Scaled(ArchStack):
         """Each step is the base pre-LN layer scaled by 1/2: a map the claims' variant routes can measure."""
@@ -88,7 +88,7 @@ def test_declaring_the_capability_makes_the_claims_apply(throwaway, claims, monk
 
 def test_capabilities_are_declared_not_inherited():
     """ReLU reuses pre-LN's modules but not its derivations; every shipped architecture's set is known."""
-    from numerics.architectures import ARCHS
+    from numerics.stacks.architectures import ARCHS
 
     assert has("preln", "paper_stack") and not has("relu", "paper_stack") and has("relu", "kink_set")
     assert all(capabilities(a) <= set(CAPABILITIES) for a in ARCHS)
@@ -120,7 +120,7 @@ def arch_comparisons(source: str, filename: str = "<claim>") -> list[str]:
 def test_no_claim_module_tests_the_architecture_name():
     found = [hit for p in sorted(CLAIMS_DIR.rglob("*.py"))
              for hit in arch_comparisons(p.read_text(), str(p.relative_to(ROOT)))]
-    assert not found, "claims branch on spec.arch (declare needs=, or ask numerics.architectures.capabilities.has):\n" \
+    assert not found, "claims branch on spec.arch (declare needs=, or ask numerics.stacks.architectures.capabilities.has):\n" \
         + "\n".join(found)
 
 

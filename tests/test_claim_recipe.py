@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from numerics.stack import random_xbar
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts import registry
 from proofs_check.verdicts.evidence import CheckContext, ClaimResult, ControlResult, NumericResult
 from proofs_check.verdicts.ids import CLAIM_IDS

@@ -56,7 +56,7 @@ def test_top_level_help_loads_no_heavy_library():
 
 
 #: commands whose own help needs a heavy module, and why
-OWN_HELP_LOADS = {"simulate": "its knob options are declared from numerics.params.StackKnobs, and importing "
+OWN_HELP_LOADS = {"simulate": "its knob options are declared from numerics.stacks.params.StackKnobs, and importing "
                               "the numerics package loads torch"}
 
 
@@ -70,8 +70,8 @@ def test_command_help_loads_no_heavy_library(command):
 
 
 def test_the_probe_sees_a_heavy_import():
-    """Negative control: the same probe, after importing the stack (numerics.stack), reports torch."""
-    result = loaded_after(["--help"], also=("numerics.stack",))
+    """Negative control: the same probe, after importing the stack (numerics.stacks.stack), reports torch."""
+    result = loaded_after(["--help"], also=("numerics.stacks.stack",))
     assert "torch" in result["heavy"]
 
 

@@ -6,9 +6,9 @@ import sympy as sp
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics.spec import StackSpec
-from numerics import coarse_graining as cg
-from numerics.jacobians import layer_jacobians
+from numerics.stacks.spec import StackSpec
+from numerics.families import coarse_graining as cg
+from numerics.linearised.jacobians import layer_jacobians
 from numerics.generated import coarse_graining as gen
 from theory import coarse_graining as th
 from strategies import HARD_CASES, stack_specs
@@ -47,7 +47,7 @@ def test_pool_lift_projector():
 def test_kernel_residual_matches_exact_rationals(kind, T, P):
     """The generated ΠA(I − Q) on the torch kernel equals SymPy's exact rational residual."""
     exact = th.kernel_residuals(kind, T, P, powers=1)["left_1"]
-    A = torch.softmax(__import__("numerics.kernels", fromlist=["x"]).score_bias(T, 1, kind, P)[0], -1)
+    A = torch.softmax(__import__("numerics.stacks.kernels", fromlist=["x"]).score_bias(T, 1, kind, P)[0], -1)
     Pi, Pi_plus, _ = cg.pooling(T, P)
     got = gen.left_factoring_residual(Pi, A, Pi_plus)
     want = torch.tensor(sp.matrix2numpy(exact, dtype=float))
@@ -218,7 +218,7 @@ def _mlp_reads_layer_input(self, x):
 
 def test_ledger_3_1_catches_wrong_mode_blocks(monkeypatch):
     """G_ℓ(λ) built with λ off by 10 % on the decaying modes: the autograd route disagrees, 3.1 fails."""
-    import numerics.factorisation as nf
+    import numerics.families.factorisation as nf
 
     orig = nf.layer_blocks
     monkeypatch.setattr(nf, "layer_blocks",
@@ -230,7 +230,7 @@ def test_ledger_3_1_catches_wrong_mode_blocks(monkeypatch):
 @pytest.mark.parametrize("claim_id", ["3.1", "3.2"])
 def test_ledger_catches_wrong_forward_pass(monkeypatch, claim_id):
     """The stack's forward pass wrong at O(h²): the derivation no longer predicts the autograd Jacobians."""
-    from numerics.stack import Layer
+    from numerics.stacks.stack import Layer
 
     monkeypatch.setattr(Layer, "forward", _mlp_reads_layer_input)
     entry = run_claim(claim_id, CheckContext())
@@ -293,7 +293,7 @@ def test_3_1_bound_non_vacuous_on_five_stacks():
                                      dict(T=6, d=4, layers=2, kernel="block", knobs={"block_size": 3})])
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports under the documented keys."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
     from proofs_check.verdicts.registry import evaluate
 
     spec = StackSpec(heads=2, seed=1, **spec_kw)
@@ -314,7 +314,7 @@ def test_ledger_3_2_catches_pooling_by_block_sums(monkeypatch):
     comparison of Π with its definition (block means by reshaping) can catch it: error ≈ (P − 1)/(4Pε) ≫ 1."""
     import torch
 
-    from numerics import kernels as K
+    from numerics.stacks import kernels as K
     from proofs_check.claims.coarse_graining import block_pooling
     from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.verdicts.registry import load_checks

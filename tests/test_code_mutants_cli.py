@@ -2,7 +2,7 @@
 scratch copy whose tests import their shared helpers (``tests/test_stack.py`` imports ``strategies``).
 
 The run is the CLI's, with the mutated file, the tests and the number of mutants cut down to one file
-(``numerics/kernels.py``), two tests and five mutants: about 15 CPU-s.  Its control: the same run
+(``numerics/stacks/kernels.py``), two tests and five mutants: about 15 CPU-s.  Its control: the same run
 without the helpers copied fails in the collection of the tests before mutmut starts, with one line
 naming the step and the missing module, exit 1 and no JSON.  A runner that raises is one line and exit 1, never a traceback.
 """
@@ -34,9 +34,9 @@ def main(argv):
 
 @pytest.fixture
 def one_file(monkeypatch):
-    """``fastslow mutate --code-only`` over numerics/kernels.py with two tests of test_stack.py, 5 mutants."""
+    """``fastslow mutate --code-only`` over numerics/stacks/kernels.py with two tests of test_stack.py, 5 mutants."""
     monkeypatch.setattr(cm, "run_code_mutants", functools.partial(
-        cm.run_code_mutants, ["numerics/kernels.py"], TESTS, limit=SAMPLE))
+        cm.run_code_mutants, ["numerics/stacks/kernels.py"], TESTS, limit=SAMPLE))
 
 
 def test_code_mutants_run_end_to_end_through_the_cli(one_file, tmp_path, capsys):
@@ -51,7 +51,7 @@ def test_code_mutants_run_end_to_end_through_the_cli(one_file, tmp_path, capsys)
     # the selected tests reach kernels.py (every stack draws its score bias there), so some mutant is killed
     assert code["killed"] >= 1 and code["killed"] + len(code["survivors"]) == SAMPLE
     for s in code["survivors"]:  # each survivor located by mutmut show's diff, and listed with its rule
-        assert s["file"] == "numerics/kernels.py" and s["line"] and s["diff"].startswith("---")
+        assert s["file"] == "numerics/stacks/kernels.py" and s["line"] and s["diff"].startswith("---")
         assert f"| {s['file']} | {s['line']} |" in equivalents.read_text()
     assert "code mutation score (mutmut" in printed.out
 

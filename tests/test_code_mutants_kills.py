@@ -140,11 +140,10 @@ def test_a_wrong_formula_is_caught():
     assert np.abs(wrong.numpy() - reference).max() > 1e-2
 
 
-# -- numerics/kernels.py: the pooling, lift, shift and frozen-kernel matrices by their definitions --
+# -- numerics/stacks/kernels.py: the pooling, lift, shift and frozen-kernel matrices by their definitions --
 def test_pool_lift_and_shift_matrices():
     """Π = I_n ⊗ 1ᵀ/P, Π⁺ = I_n ⊗ 1, ΠΠ⁺ = I_n, one-block shift S e_b = e_{b+1} (block 0 gets 0)."""
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     T, P, n = 6, 2, 3
     Pi, lift = K.pool_matrix(T, P), K.lift_matrix(T, P)
     for t in range(T):
@@ -167,8 +166,7 @@ def test_pool_lift_and_shift_matrices():
 @pytest.mark.parametrize("kernel,expected_w", [("causal", [1.0, 0, 0, 0]), ("full", [0.25] * 4)])
 def test_frozen_kernels_and_their_persistent_left_vector(kernel, expected_w):
     """A = softmax(mask): causal rows 1/(i+1) on j ≤ i, full 1/T; wᵀA = wᵀ, wᵀ1 = 1 (e₁ resp. 1/T)."""
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     A = K.frozen_kernels(4, 2, kernel)
     i = torch.arange(4, dtype=torch.float64)
     allowed = (i[None, :] <= i[:, None]) if kernel == "causal" else torch.ones(4, 4, dtype=torch.bool)
@@ -185,8 +183,7 @@ def test_frozen_kernels_and_their_persistent_left_vector(kernel, expected_w):
 
 def test_alibi_bias_and_slopes():
     """ALiBi (Press et al.): slopes m_h = 2^(−8(h+1)/H); bias −m_h (i − j) on j ≤ i, −inf above."""
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     assert K.alibi_slopes(2) == [2.0 ** -4, 2.0 ** -8]
     assert K.alibi_slopes(4) == [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8]
     bias = K.score_bias(3, 2, "alibi")
@@ -199,8 +196,7 @@ def test_kernel_constructors_honour_dtype_and_device(dtype):
     """Every matrix constructor returns the requested dtype and device, including dtypes other
     than torch's default (float32) and the shape-only ``meta`` device: a GPU run builds its
     kernels where its stacks live, never on the CPU and never in the default dtype."""
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     made = {"score_bias": K.score_bias(4, 2, "causal", dtype=dtype),
             "score_bias alibi": K.score_bias(4, 2, "alibi", dtype=dtype),
             "frozen_kernels": K.frozen_kernels(4, 2, "block", block_size=2, dtype=dtype),
@@ -233,8 +229,7 @@ def test_kernel_constructors_honour_dtype_and_device(dtype):
 
 def test_block_kernel_and_pooling_need_their_block_size():
     """Full messages, so that a changed or dropped parameter name in them is caught."""
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     with pytest.raises(ValueError, match=r"^T=6 is not divisible by block_size=4: blocks of 4 tokens need T = n\*4$"):
         K.allowed_mask(6, "block", block_size=4)
     with pytest.raises(ValueError, match=r"^T=6 is not divisible by P=4: blocks of 4 tokens need T = n\*4$"):
@@ -250,8 +245,7 @@ def test_block_kernel_and_pooling_need_their_block_size():
 
 
 def test_kernel_errors_name_the_parameter():
-    from numerics import kernels as K
-
+    from numerics.stacks import kernels as K
     with pytest.raises(ValueError, match=r"^kernel='block' needs block_size \(or P\) to define its blocks$"):
         K.allowed_mask(4, "block")
     with pytest.raises(ValueError, match=r"^block_size=3 must|^T=4 is not divisible by block_size=3"):

@@ -7,9 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from numerics import corpus as C
-
-
+from numerics.text import corpus as C
 def test_corpus_is_the_sorted_topics_as_bytes_with_a_fixed_split():
     from pydoc_data.topics import topics
 

@@ -2,7 +2,7 @@
 
 ``FASTSLOW_CRASH_AT_WRITE=N:POINT`` makes the N-th atomic write of a process stop it hard
 (``os._exit``) after the temporary file is written, after it is fsynced, or after the rename
-(``numerics.io``).  For each of ``train``, ``sweep`` and ``reproduce`` (a small run of each)
+(``numerics.storage.io``).  For each of ``train``, ``sweep`` and ``reproduce`` (a small run of each)
 the test runs it once uninterrupted, counting its writes (``FASTSLOW_WRITE_LOG``); then, for
 every N, a fresh folder is crashed at the N-th write (the point cycles through the three), the
 crash is confirmed by its exit status, every file left under its final name must be whole (it
@@ -29,8 +29,7 @@ import pandas as pd
 import pytest
 import torch
 
-from numerics import io
-
+from numerics.storage import io
 POINTS = io.CRASH_POINTS
 CHILD_TIMEOUT = 120.0  # seconds; a child past this is killed and the test fails
 

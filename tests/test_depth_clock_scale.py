@@ -4,10 +4,10 @@ threshold that picks it before anything is allocated."""
 import pytest
 import torch
 
-from numerics import depth_clock_scale as S
-from numerics import depth_slow_manifold as nds
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.families import depth_clock_scale as S
+from numerics.families import depth_slow_manifold as nds
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import evaluate

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from numerics import depth_flow as nd
-from numerics.spec import StackSpec
+from numerics.families import depth_flow as nd
+from numerics.stacks.spec import StackSpec
 from numerics.fitting import loglog_fit
-from numerics.jacobians import layer_jacobians, stack_jacobian
+from numerics.linearised.jacobians import layer_jacobians, stack_jacobian
 
 
 def test_same_seed_same_path():
@@ -61,7 +61,7 @@ def test_bad_rtol():
 
 # ---- ledger power: the check itself fails on a broken stack or a perturbed generated function
 import numerics.generated.depth_flow as gen_df  # noqa: E402
-from numerics.stack import Layer  # noqa: E402
+from numerics.stacks.stack import Layer  # noqa: E402
 from proofs_check.claims.depth_flow import euler_scheme  # noqa: E402
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import load_checks
@@ -182,7 +182,7 @@ def test_paper_forward_sees_a_wrong_step_in_one_layer_by_the_predicted_amount():
 def test_ledger_1_1_catches_attention_without_its_score_scale(monkeypatch):
     """A mistake injected in the stack (scores without 1/√d_k) keeps the Euler slope and constant of
     the mutated stack, but not the paper's layer: the ledger entry must fail."""
-    from numerics.stack import Attention
+    from numerics.stacks.stack import Attention
 
     def weights(self, z):
         q = torch.einsum("...td,hdk->...htk", z, self.W_Q)

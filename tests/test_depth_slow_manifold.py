@@ -6,11 +6,11 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from numerics import depth_slow_manifold as nds
-from numerics import coarse_graining as ncg
+from numerics.families import depth_slow_manifold as nds
+from numerics.families import coarse_graining as ncg
 from numerics.generated import depth_slow_manifold as gen
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import load_checks

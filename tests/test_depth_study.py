@@ -17,7 +17,7 @@ import torch
 from numerics.depth_study import measures as ms
 from numerics.depth_study import spectrum as spm
 from numerics.fitting import loglog_fit
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 
 GPT2 = {"activation": "gelu_new", "attn_bias": True}
 RTOL = 1e-10
@@ -141,10 +141,10 @@ def test_fixed_pattern_layer_is_the_layer():
 
 # ------------------------------------------------------------------------------------------ (c)
 def test_spectrum_equals_autograd_jacobian_projected():
-    """Forward-mode Φ against numerics.jacobians.stack_jacobian (reverse mode); the mean directions are
+    """Forward-mode Φ against numerics.linearised.jacobians.stack_jacobian (reverse mode); the mean directions are
     mapped to themselves (LN ignores them), and the quotient removes exactly 2T directions: P_out Φ P_in has
     2T singular values at rounding, Φ none."""
-    from numerics.jacobians import stack_jacobian
+    from numerics.linearised.jacobians import stack_jacobian
 
     stack = gpt2_stack(L=3, T=4, d=8)
     X = windows(1, 4, 8)[0]

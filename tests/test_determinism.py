@@ -62,8 +62,8 @@ def test_persistent_left_vector_is_bit_identical_whatever_the_memory_alignment()
     every copy gives the same bits (an LU solve; the least-squares driver gelsy does not)."""
     import torch
 
-    from numerics import kernels as K
-    from numerics.spec import StackSpec
+    from numerics.stacks import kernels as K
+    from numerics.stacks.spec import StackSpec
 
     A = StackSpec(T=24, d=8, layers=1, heads=2, kernel="full", seed=3).build().frozen_kernel()
     ws = []

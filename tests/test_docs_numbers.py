@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _reach_6_4() -> dict:
     """6.4's reference values: the drawn stacks of its ledger check (seed 0, c = 20, T = 6, d = 8, 16 layers)."""
-    from numerics.spec import StackSpec
-    from numerics.stack import random_xbar
+    from numerics.stacks.spec import StackSpec
+    from numerics.stacks.stack import random_xbar
     from proofs_check.claims.depth_slow_manifold import reach, synthetic_inputs
 
     out = {}

@@ -17,10 +17,10 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from numerics import emissions as ne
-from numerics.data import TopicBlocks
+from numerics.families import emissions as ne
+from numerics.families.data import TopicBlocks
 from numerics.generated import emissions as gen
-from numerics.training import torch_threads
+from numerics.text.training import torch_threads
 from proofs_check.claims.emissions import PRIORS, draw_block
 from theory import emissions as th
 

@@ -69,7 +69,7 @@ def test_an_unrelated_import_error_is_not_an_extra():
     """Negative control: a missing core module is a bug, not a missing extra (it is re-raised)."""
     assert missing_extra(ModuleNotFoundError("No module named 'torch'", name="torch")) is None
     assert missing_extra(ValueError("x")) is None
-    assert extra_of("numerics.stack") is None
+    assert extra_of("numerics.stacks.stack") is None
 
 
 def test_require_names_the_module_and_the_pip_line(monkeypatch):

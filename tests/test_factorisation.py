@@ -5,11 +5,11 @@ import pytest
 import torch
 from hypothesis import example, given
 
-from numerics import factorisation as nf
+from numerics.families import factorisation as nf
 from numerics.fitting import loglog_fit
-from numerics.jacobians import stack_jacobian
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.linearised.jacobians import stack_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form, qk_invisibility
 from strategies import HARD_CASES, stack_specs
 
@@ -188,7 +188,7 @@ def test_ledger_2_1_catches_a_kernel_that_is_not_the_papers(monkeypatch):
     the factorisation holds for the wrong kernel too, the paper-layer comparison must not."""
     import math
 
-    from numerics import kernels as K
+    from numerics.stacks import kernels as K
     from proofs_check.verdicts.evidence import CheckContext
 
     assert max(frozen_kernel.paper_layer_errors().values()) <= 1e-12

@@ -37,13 +37,13 @@ NOISE = re.compile(r"\d(\.\d+)?e-(1[3-9]|[2-9]\d|\d{3})\b")  # |x| < 1e-12 print
 @pytest.fixture(scope="module")
 def drawn(tmp_path_factory):
     """name → the Figure objects its renderer saved (drawn, not written)."""
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.runners.grid import run_matrix
 
     cache = tmp_path_factory.mktemp("figure-cache")
     write_json(cache / "matrix.json", run_matrix(only_arch=["looped", "mhc"], claims=["1.2", "6.1"]))
     ctx = CheckContext(cache_dir=str(cache))
-    ctx.smoke = True  # the training figure's seconds-sized run (numerics.training.experiment_configs)
+    ctx.smoke = True  # the training figure's seconds-sized run (numerics.text.training.experiment_configs)
     saved: dict[str, list[Figure]] = {}
     current: list[str] = []
     original = Figure.savefig

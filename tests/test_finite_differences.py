@@ -1,14 +1,14 @@
-"""Central differences as a route to J·V without autograd (numerics/finite_differences.py), Claim 1.2."""
+"""Central differences as a route to J·V without autograd (numerics/linearised/finite_differences.py), Claim 1.2."""
 
 from __future__ import annotations
 
 import torch
 
-from numerics import depth_flow as nd
-from numerics import finite_differences as FD
-from numerics.jacobians import layer_jacobians
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
+from numerics.families import depth_flow as nd
+from numerics.linearised import finite_differences as FD
+from numerics.linearised.jacobians import layer_jacobians
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
 
 
 def _case(seed=0):

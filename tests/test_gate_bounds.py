@@ -6,9 +6,9 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from numerics import gate_bounds as ngb
-from numerics import stability as ns
-from numerics.spec import StackSpec
+from numerics.families import gate_bounds as ngb
+from numerics.families import stability as ns
+from numerics.stacks.spec import StackSpec
 from proofs_check.claims import gate_bounds as chk
 from proofs_check.verdicts.evidence import CheckContext
 from proofs_check.verdicts.registry import evaluate

@@ -59,9 +59,9 @@ def test_6_4_mode_subset_on_an_imported_gpt2(tiny_run, monkeypatch):
     """6.4's one-mode-at-a-time form on an imported GPT-2 (forced by a zero block budget): conditional, its
     form and the modes it evaluated named in the verdict, and its ratios equal to the all-modes run's columns
     (the reach on 8 text windows is the same computation in both)."""
-    from numerics import checkpoint as ckpt
-    from numerics import depth_clock_scale as S
-    from numerics.spec import StackSpec
+    from numerics.storage import checkpoint as ckpt
+    from numerics.families import depth_clock_scale as S
+    from numerics.stacks.spec import StackSpec
     from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.verdicts.registry import evaluate
     from proofs_check.verdicts.registry import load_checks

@@ -1,4 +1,4 @@
-"""``fastslow import-hf``: local GPT-2 checkpoints as the stack of docs/theory.md §0 (numerics/hf_gpt2.py).
+"""``fastslow import-hf``: local GPT-2 checkpoints as the stack of docs/theory.md §0 (numerics/storage/hf_gpt2.py).
 
 Every model is built here (``GPT2LMHeadModel(GPT2Config(...))``, nothing downloaded) in float64 with
 eager attention, and every parameter is redrawn, biases included (HF initialises them to zero,
@@ -21,8 +21,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
-from numerics import checkpoint as ckpt  # noqa: E402
-from numerics import hf_gpt2  # noqa: E402
+from numerics.storage import checkpoint as ckpt  # noqa: E402
+from numerics.storage import hf_gpt2  # noqa: E402
 from proofs_check.cli import main  # noqa: E402
 from proofs_check.runners.import_hf import import_hf  # noqa: E402
 
@@ -344,7 +344,7 @@ def test_a_second_import_into_a_folder_being_written_is_refused(saved, tmp_path,
 
     _, folders = saved
     out = tmp_path / "out"
-    code = ("import sys, time; from numerics import checkpoint\n"
+    code = ("import sys, time; from numerics.storage import checkpoint\n"
             "with checkpoint.claim(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(out)], stdout=subprocess.PIPE, text=True)
     try:

@@ -23,7 +23,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.cli import main
 from proofs_check.experiments.simulate import simulate
 
@@ -367,7 +367,7 @@ def _evaluate(claim, spec):
 
 
 def _jacobian_apply(V=None, arch="preln"):
-    from numerics.matrix_free import jacobian_apply
+    from numerics.linearised.matrix_free import jacobian_apply
 
     stack = StackSpec.of(arch=arch, **BASE).build()
     return jacobian_apply(stack, torch.ones(8, dtype=torch.float64),
@@ -459,7 +459,7 @@ def test_negative_gate_is_a_signed_amplitude():
 
 
 def test_inputs_check_can_be_switched_off_for_inner_loops():
-    from numerics.stack import unchecked_inputs
+    from numerics.stacks.stack import unchecked_inputs
 
     stack = StackSpec.of(**BASE).build()
     x = _with_inf()
@@ -564,7 +564,7 @@ def test_fuzzed_check_argv_never_tracebacks(argv, tmp_path_factory, capsys):
 def test_a_consistent_ledger_is_read_and_an_oversized_input_is_refused_unread(tmp_path):
     """The control for the forged-ledger cases: the same ledger with its numbers agreeing loads; and
     an input above the size cap is refused from its size alone."""
-    from numerics.io import read_input
+    from numerics.storage.io import read_input
     from proofs_check.validation import load_ledger
 
     good = tmp_path / "ledger.json"
@@ -587,11 +587,11 @@ def test_a_whole_mutation_record_passes_the_check_reproduce_makes_first(tmp_path
                    "mutants": [{"name": "a", "claim": "2.1", "killed_by": "numeric check"},
                                {"name": "b", "claim": "5.1", "killed_by": None}]},
         "source": {"total": 1, "killed_by_ledger": 1, "killed_by_test_only": 0, "ledger_score": 1.0,
-                   "mutants": [{"name": "s", "where": "numerics/stack.py", "claims": ["2.1"],
+                   "mutants": [{"name": "s", "where": "numerics/stacks/stack.py", "claims": ["2.1"],
                                 "killed_by_ledger": "2.1", "killed_by_test_only": None}]},
         "code": {"tool": "mutmut", "total": 10, "killed": 9, "score": 0.9, "survivors": [{}],
                  "justified": {"equivalent": 1, "device-only": 0, "open": 0},
-                 "by_file": {"numerics/stack.py": [10, 9]}}}))
+                 "by_file": {"numerics/stacks/stack.py": [10, 9]}}}))
     assert load_mutation_record(tmp_path / "mutation.json")["theory"]["killed"] == 1
 
 

@@ -89,7 +89,7 @@ def test_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize("pair", [("numerics.stack", "numerics.architectures.base"),
+@pytest.mark.parametrize("pair", [("numerics.stacks.stack", "numerics.stacks.architectures.base"),
                                   ("proofs_check.report.reproduce", "proofs_check.cli.reproduce")])
 def test_the_detector_sees_a_planted_cycle(pair):
     """Negative control: adding the reverse edge of a real one-way dependency must be reported."""
@@ -117,8 +117,8 @@ def test_imports_run_one_way_theory_numerics_proofs_check_benchmarks():
     assert not up, f"{len(up)} upward imports:\n" + "\n".join(up)
 
 
-@pytest.mark.parametrize("edge", [("theory.factorisation", "numerics.stack"),
-                                  ("numerics.stack", "proofs_check.validation"),
+@pytest.mark.parametrize("edge", [("theory.factorisation", "numerics.stacks.stack"),
+                                  ("numerics.stacks.stack", "proofs_check.validation"),
                                   ("proofs_check.cli", "benchmarks.run")])
 def test_the_layering_check_sees_a_planted_upward_import(edge):
     """Negative control: an upward edge, planted, is reported."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics.io import atomic_path, remove_stale_temps, write_json, write_text
+from numerics.storage.io import atomic_path, remove_stale_temps, write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,7 +83,7 @@ def test_devices_are_written_in_place(tmp_path):
 def test_dev_stdout_goes_to_the_callers_stdout(tmp_path):
     """``--json /dev/stdout``: the caller's fd 1 receives the JSON; nothing is renamed over /dev/stdout."""
     out = tmp_path / "captured.txt"
-    code = "from numerics.io import write_json; write_json('/dev/stdout', {'ok': True})"
+    code = "from numerics.storage.io import write_json; write_json('/dev/stdout', {'ok': True})"
     with open(out, "w") as fh:
         subprocess.run([sys.executable, "-c", code], stdout=fh, check=True, cwd=ROOT)
     assert json.loads(out.read_text()) == {"ok": True}
@@ -121,7 +121,7 @@ def test_signal_during_a_write_removes_the_temp(tmp_path, sig):
     target.write_text("previous")
     code = f"""
 import sys, time
-from numerics.io import atomic_path
+from numerics.storage.io import atomic_path
 with atomic_path({str(target)!r}) as tmp:
     tmp.write_text("partial")
     print("ready", flush=True)

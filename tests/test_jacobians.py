@@ -1,12 +1,12 @@
-"""The one dense Jacobian (numerics.jacobians.stack_jacobian) against routes that do not use it: a linear
+"""The one dense Jacobian (numerics.linearised.jacobians.stack_jacobian) against routes that do not use it: a linear
 map whose matrix is known, forward-mode autograd (torch.func.jacfwd), and torch.autograd.functional."""
 
 import pytest
 import torch
 
-from numerics.spec import StackSpec
-from numerics import matrix_free as mf
-from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, state_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.linearised import matrix_free as mf
+from numerics.linearised.jacobians import layer_jacobians, reference_input, stack_jacobian, state_jacobian
 
 F64 = torch.float64
 

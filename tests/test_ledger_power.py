@@ -24,7 +24,7 @@ import time
 import pytest
 import torch
 
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.registry import CLAIMS, load_checks
 from proofs_check.verdicts.evidence import CheckContext, Derivation, NumericResult
 from proofs_check.runners.ledger import run_claim
@@ -47,7 +47,7 @@ def test_depth_by_definition_on_hand_made_ratios():
 def test_ledger_3_1_refuses_an_off_by_one_saturation_search(monkeypatch):
     """Every ℓ* one layer too shallow (which also eases ℓ* ≤ bound): the search now disagrees with the
     definition on every stack with ℓ* ≥ 1, by exactly one layer, and 3.1 fails."""
-    import numerics.coarse_graining as ncg
+    import numerics.families.coarse_graining as ncg
 
     search = ncg.first_saturated_layer
 
@@ -66,17 +66,16 @@ def test_ledger_3_1_refuses_an_off_by_one_saturation_search(monkeypatch):
 
 # ---- 2. the matrix-free transpose ------------------------------------------------------------
 def _transpose_dropped(monkeypatch):
-    from numerics import matrix_free as mf
-
+    from numerics.linearised import matrix_free as mf
     apply = mf.KernelAction.__call__
     monkeypatch.setattr(mf.KernelAction, "__call__", lambda self, E, transpose=False: apply(self, E, False))
 
 
 def test_adjoint_errors_measure_a_wrong_transpose(monkeypatch):
     """On one small causal stack: within γ unmutated; A for Aᵀ in Jᵀ is an O(1) error both ways."""
-    from numerics import matrix_free as mf
-    from numerics.spec import StackSpec
-    from numerics.stack import random_xbar
+    from numerics.linearised import matrix_free as mf
+    from numerics.stacks.spec import StackSpec
+    from numerics.stacks.stack import random_xbar
 
     st, xbar = StackSpec(T=8, d=4, layers=3, heads=2, kernel="causal", seed=0).build(), random_xbar(4, 0)
     U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
@@ -101,8 +100,8 @@ def test_adjoint_identity_needs_independent_probes(monkeypatch):
     """V = U (one seed reused): ⟨U, J·U⟩ = ⟨J·U, U⟩, so Jᵀ computed as J passes the identity (error at
     rounding level); the probe cosine (exactly 1) is above the dependence bound and the identity is refused
     (inf).  Independent seeds: cosine ≈ 1/√(T·d) ≈ 0.18, below the bound, and the identity measures the error."""
-    from numerics import matrix_free as mf
-    from numerics.stack import random_xbar
+    from numerics.linearised import matrix_free as mf
+    from numerics.stacks.stack import random_xbar
 
     st, xbar = StackSpec(T=8, d=4, layers=3, heads=2, kernel="causal", seed=0).build(), random_xbar(4, 0)
     U_, V_ = mf.probes(3, 8, 4, seed=1), mf.probes(3, 8, 4, seed=2)
@@ -121,8 +120,7 @@ def test_adjoint_identity_needs_independent_probes(monkeypatch):
 def test_dependence_bound_is_not_reached_by_independent_probes():
     """Independent seeds over 200 pairs at n = T·d = 32 and 4096: every cosine below the bound (false-alarm
     probability ≈ 2e-9 per pair); the bound is below 1 for n > 36 and just below 1 at small n."""
-    from numerics import matrix_free as mf
-
+    from numerics.linearised import matrix_free as mf
     for T, d in ((8, 4), (64, 64)):
         cos = [mf.probe_cosine(mf.probes(1, T, d, seed=2 * s), mf.probes(1, T, d, seed=2 * s + 1)) for s in range(200)]
         assert max(cos) < mf.dependence_bound(T * d)
@@ -132,8 +130,7 @@ def test_dependence_bound_is_not_reached_by_independent_probes():
 def test_ledger_2_3_refuses_reused_probe_seeds(monkeypatch):
     """Every probe drawn from one seed (U = V): 2.3's adjoint rows are refused (inf) by the ledger alone,
     while its Jᵀ-vs-vjp rows are unchanged (the other guard)."""
-    from numerics import matrix_free as mf
-
+    from numerics.linearised import matrix_free as mf
     draw = mf.probes
     monkeypatch.setattr(mf, "probes", lambda k, T, d, *, seed, **kw: draw(k, T, d, seed=0, **kw))
     entry = run_claim("2.3", CheckContext())
@@ -258,8 +255,7 @@ def _weight_rows(entry):
 
 def test_4_1_refuses_w_v_perturbed_instead_of_w_q_w_k(monkeypatch):
     """The value weights moved in W_Q, W_K's place: X_L and J·v change at O(1), ≫ 2γκ ≈ 1e-13, and 4.1 fails."""
-    from numerics import weight_visibility as WV
-
+    from numerics.families import weight_visibility as WV
     perturbed = WV.perturbed_parameters
     monkeypatch.setattr(WV, "perturbed_parameters", lambda st, leaves, seed, eps=1.0: perturbed(st, ("W_V",), seed, eps))
     entry = run_claim("4.1", CheckContext())
@@ -270,8 +266,8 @@ def test_4_1_refuses_w_v_perturbed_instead_of_w_q_w_k(monkeypatch):
 def test_4_1_refuses_a_weight_check_measured_off_the_reference(monkeypatch):
     """The weight change measured at a state of spread ≈ 1e-4 instead of 1x̄ᵀ: J·v moves at first order, c₁·1e-4
     ≫ 2γκ, and 4.1 fails; the unmutated check passes (the ledger's own run, test_visibility)."""
-    from numerics import weight_visibility as WV
-    from numerics.reach import at_spread, centred_direction, token_mean
+    from numerics.families import weight_visibility as WV
+    from numerics.text.reach import at_spread, centred_direction, token_mean
 
     change = WV.weight_change
     g = torch.Generator().manual_seed(0)
@@ -290,8 +286,7 @@ def test_4_1_refuses_a_weight_check_measured_off_the_reference(monkeypatch):
 def test_7_2_sample_size_is_the_power_calculation():
     """n from ((z + z_β)·sd/δ)² for the binding row (P − 1 in c = s² + σ²/P): δ = σ²/(P(P−1)) = 1/28,
     sd = √2·(1 + 2/8), z = 3.5, z_β = Φ⁻¹(0.99) = 2.3263: n = ⌈(5.8263·1.7678·28)²⌉ = 83,169 (by hand)."""
-    from numerics import emissions as ne
-
+    from numerics.families import emissions as ne
     design = ne.gated_risk_power(1.0, 2.0, 8, 2, (0.0, 0.5, 0.9), 3.5, 0.99)
     assert design["binding"]["coefficient"] == "c" and abs(design["binding"]["delta"] - 1 / 28) < 1e-15
     assert abs(design["n"] - (5.8263479 * math.sqrt(2) * 1.25 * 28) ** 2) < 2
@@ -314,8 +309,7 @@ def test_ledger_7_2_refuses_a_block_count_off_by_one_in_the_gated_risk(monkeypat
 
 # ---- 8. cross-checks of the default ledger: the GPT-2 mapping, the matrix-free forms at --scale toy -----------
 def _knobs_with_wrong_eps_key(monkeypatch):
-    from numerics import hf_gpt2 as hf
-
+    from numerics.storage import hf_gpt2 as hf
     knobs = hf.stack_knobs
     monkeypatch.setattr(hf, "stack_knobs", lambda config: {**knobs(config),
                                                             "ln_eps": float(config.get("layer_norm_eps", 1e-5))})
@@ -325,7 +319,7 @@ def _knobs_with_wrong_eps_key(monkeypatch):
 def test_gpt2_mapping_check_refuses_a_mapping_mistake(monkeypatch, mistake):
     """ε read from a wrong config key (so 1e-5, not the config's 0.05), gelu_new mapped to the erf GELU, b_V not
     folded into b_O: each moves the imported states by ≥ 9e-5 relative (the controls' gaps), ≫ 2n·u ≈ 5e-14."""
-    from numerics import hf_gpt2 as hf
+    from numerics.storage import hf_gpt2 as hf
     from proofs_check.claims.hf_mapping import mapping_check
 
     assert mapping_check()["status"] == "verified"
@@ -397,8 +391,7 @@ def test_toy_forms_agree_with_the_dense_forms_number_by_number(claim_id):
 
 def _operator_norm_squared(monkeypatch):
     """Source mutant ``scale-operator-norm-squared``: the power iteration reports σ² as ‖M‖₂."""
-    from numerics import matrix_free as mf
-
+    from numerics.linearised import matrix_free as mf
     norm = mf.operator_norm
     monkeypatch.setattr(mf, "operator_norm", lambda *a, **k: (lambda r: (r[0] * r[0], r[1]))(norm(*a, **k)))
 
@@ -425,8 +418,7 @@ def test_ledger_5_1_refuses_a_certificate_the_form_itself_accepts(monkeypatch, m
     import types
 
     import proofs_check.claims.stability.matrix_free as form
-    from numerics import stability as ns
-
+    from numerics.families import stability as ns
     certify = ns.certify_gate_bound
     wrong = {"step-halved": lambda a, k, h, **kw: certify(a, k, h / 2, **kw),
              "maps-swapped": lambda a, k, h, **kw: certify(k, a, h, **kw)}[mistake]

@@ -1,14 +1,14 @@
-"""Claim 4.2 in the per-token loss (numerics/loss_visibility.py): the gate is invisible in x̄_L = e₁ᵀX_L on
+"""Claim 4.2 in the per-token loss (numerics/families/loss_visibility.py): the gate is invisible in x̄_L = e₁ᵀX_L on
 the causal stack but visible in the loss of every token from block 1 on, as the factorised form predicts."""
 
 from __future__ import annotations
 
 import torch
 
-from numerics import loss_visibility as LV
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.families import loss_visibility as LV
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 
 T, D, L, P = 8, 4, 3, 4
 

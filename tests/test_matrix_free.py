@@ -1,4 +1,4 @@
-"""Matrix-free Jacobian actions (numerics.matrix_free) against autograd of the real stack."""
+"""Matrix-free Jacobian actions (numerics.linearised.matrix_free) against autograd of the real stack."""
 
 import math
 
@@ -6,10 +6,10 @@ import pytest
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
-from numerics.jacobians import stack_jacobian
-from numerics.stack import random_xbar
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
+from numerics.linearised.jacobians import stack_jacobian
+from numerics.stacks.stack import random_xbar
 
 
 def build(T, d, layers, heads, kernel, seed, decay, value_scale=0.0, dtype=torch.float64):

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from numerics.memory import certificate_bytes, check_fits, run_bytes, simulate_bytes
+from numerics.stacks.memory import certificate_bytes, check_fits, run_bytes, simulate_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import gc, json, sys
 import psutil, torch
-from numerics.memory import simulate_bytes
-from numerics.spec import StackSpec
+from numerics.stacks.memory import simulate_bytes
+from numerics.stacks.spec import StackSpec
 
 
 def high_water():
@@ -73,8 +73,8 @@ def test_refusal_names_the_estimate_and_the_limit():
 CERTIFICATE_PROBE = """
 import gc, json, sys
 import psutil, torch
-from numerics.memory import run_bytes
-from numerics.spec import StackSpec
+from numerics.stacks.memory import run_bytes
+from numerics.stacks.spec import StackSpec
 from proofs_check.experiments.simulate import simulate
 
 

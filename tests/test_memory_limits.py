@@ -1,6 +1,6 @@
 """The memory refusal sees the machine's real limits, not only the host's free memory.
 
-``numerics.memory.memory_limits`` takes the least of the host's available memory, what the
+``numerics.stacks.memory.memory_limits`` takes the least of the host's available memory, what the
 cgroup limit leaves (v2 and v1, the process's cgroup and its ancestors, net of reclaimable page
 cache), what RLIMIT_AS and RLIMIT_DATA leave, and a CUDA device's free memory.  The cgroup files
 are faked in a temporary tree; the rlimit is set for real on a child process (``prlimit`` and
@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics import memory
-
+from numerics.stacks import memory
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
 

@@ -86,7 +86,7 @@ def test_equivalence_rules_match_exactly_their_mutations(old, new, rule):
     """Each rule justifies its own kind of mutation and not a near miss that changes behaviour."""
     from proofs_check.mutation.equivalents import classify
 
-    got = classify({"mutant": "numerics.stack.x_f__mutmut_1", "mutation": f"{old}  ->  {new}"})
+    got = classify({"mutant": "numerics.stacks.stack.x_f__mutmut_1", "mutation": f"{old}  ->  {new}"})
     assert (got.key if got else None) == rule
 
 
@@ -127,8 +127,8 @@ def test_report_section_shows_both_scores(tmp_path):
                                {"name": "b", "claim": "5.1", "killed_by": "symbolic step: x"}]},
         "code": {"tool": "mutmut", "total": 10, "killed": 9, "score": 0.9, "survivors": [{}],
                  "justified": {"equivalent": 1, "device-only": 0, "open": 0},
-                 "by_file": {"numerics/stack.py": [10, 9]}}}))
+                 "by_file": {"numerics/stacks/stack.py": [10, 9]}}}))
     text = "\n".join(_mutation_section(tmp_path))
     assert "Theory mutation score: **2/2 = 1.00**" in text and "| a | 2.1 | numeric check |" in text
     assert "Code mutation score (mutmut): **9/10 = 0.900**; survivors: 1 (1 equivalent, 0 device-only, 0 open" in text
-    assert "| `numerics/stack.py` | 10 | 9 | 0.900 |" in text
+    assert "| `numerics/stacks/stack.py` | 10 | 9 | 0.900 |" in text

@@ -1,4 +1,4 @@
-"""The stability margin μ of Claims 5.1 and 5.3 on given weights (numerics/trained_margin.py,
+"""The stability margin μ of Claims 5.1 and 5.3 on given weights (numerics/families/trained_margin.py,
 proofs_check/claims/paper_setting.py), each fact against an independent route and a control.
 
 * The mean direction: an undamped pre-LN layer maps a shift along 1_d of every token to itself (LN subtracts
@@ -17,10 +17,10 @@ import pytest
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics import stability as ns
-from numerics import trained_margin as tm
-from numerics.slow_mode_maps import default_reference
-from numerics.spec import StackSpec
+from numerics.families import stability as ns
+from numerics.families import trained_margin as tm
+from numerics.families.slow_mode_maps import default_reference
+from numerics.stacks.spec import StackSpec
 from proofs_check.claims import paper_setting as ps
 
 F64 = torch.float64

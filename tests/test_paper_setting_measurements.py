@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from numerics import held_out
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.text import held_out
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims import paper_setting as ps
 from proofs_check.claims.coarse_graining.saturation_depth import gpt2_block_rows
 from proofs_check.claims.visibility import GATE_TOL, loss_visibility

@@ -80,8 +80,8 @@ def test_silenced_turns_off_track_and_steps():
 
 def test_gate_certificate_counts_every_unit_it_reports():
     """numerics calls the callback once per unit, done = 1 … total, the total fixed up front."""
-    from numerics.spec import StackSpec
-    from numerics.stability import gate_certificate
+    from numerics.stacks.spec import StackSpec
+    from numerics.families.stability import gate_certificate
 
     stack = StackSpec(T=8, d=4, layers=2, heads=2, kernel="causal", P=4, seed=0).build()
     calls = []
@@ -96,7 +96,7 @@ def test_gate_certificate_counts_every_unit_it_reports():
 
 def test_simulate_reports_the_certificate_s_progress(capsys):
     """``simulate``'s gate certificate, the bulk of its run, shows progress (here a log: one line at the end)."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
     from proofs_check.experiments.simulate import simulate
 
     simulate(StackSpec(T=8, P=4, d=4, layers=2, heads=2, kernel="causal", seed=0, device="cpu"))

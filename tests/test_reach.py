@@ -1,4 +1,4 @@
-"""Reach of the reference claims off 1x̄ᵀ (numerics/reach.py, proofs_check/runners/reach.py) and the depth
+"""Reach of the reference claims off 1x̄ᵀ (numerics/text/reach.py, proofs_check/runners/reach.py) and the depth
 roughness of weights (proofs_check/experiments/depth_smoothness.py), each beside its negative control."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from numerics import matrix_free as mf
-from numerics.spec import StackSpec
-from numerics import reach as R
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.spec import StackSpec
+from numerics.text import reach as R
 from proofs_check.experiments import depth_smoothness as DS
 from proofs_check.runners import reach as PR
 EPS = float(torch.finfo(torch.float64).eps)
@@ -127,8 +127,8 @@ def test_depth_roughness_separates_smooth_paths_from_iid_layers():
 
 
 def test_invisible_weight_direction_moves_the_persistent_component_at_second_order(setup):
-    from numerics import weight_visibility as WV
-    from numerics.visibility import persistent_vector
+    from numerics.families import weight_visibility as WV
+    from numerics.families.visibility import persistent_vector
 
     st, xbar, direction, _, gamma = setup
     X0 = xbar.expand(T, D).clone()
@@ -164,7 +164,7 @@ def test_coarse_graining_identity_departs_at_first_order_and_causal_misses_at_th
 
 def _toy_expansion():
     """The six-pass route (``factorised_expansion``) on the stack, direction and probe scale_reach draws for "toy"."""
-    from numerics.presets import preset
+    from numerics.stacks.presets import preset
 
     spec = preset("toy")
     g = torch.Generator().manual_seed(1)

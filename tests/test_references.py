@@ -122,5 +122,5 @@ def test_a_test_may_build_a_missing_path_but_not_cite_one():
 
 
 def test_resolving_references_pass():
-    ok = "docs/theory.md §3 and §1–§2 (Claims 3.1, 3.2); tests/test_references.py::test_x; numerics/spec.py"
+    ok = "docs/theory.md §3 and §1–§2 (Claims 3.1, 3.2); tests/test_references.py::test_x; numerics/stacks/spec.py"
     assert problems(ok, "x.py", theory_sections()) == []

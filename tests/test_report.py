@@ -135,8 +135,8 @@ def test_layer_norm_jacobian_reads_as_notation():
     ("Pi_plus and decay 2, ln_gain 0.2", "Π⁺ and decay 2, `ln_gain` 0.2"),  # a parameter name is code
     ("x̄_{b−1}", "x̄<sub>b−1</sub>"), ("1_d", "1<sub>d</sub>"),
     ("-lam*x**2*(lam - 1)/2 and g*_norm", "-lam·x²·(lam - 1)/2 and g\\*<sub>norm</sub>"),
-    ("see out/cache/trained_stacks/x and (numerics/saturation_quotient.py)",
-     "see out/cache/trained\\_stacks/x and (numerics/saturation\\_quotient.py)"),
+    ("see out/cache/trained_stacks/x and (numerics/families/saturation_quotient.py)",
+     "see out/cache/trained\\_stacks/x and (numerics/families/saturation\\_quotient.py)"),
     ("‖G_ℓ(λ)‖/σ_min(G)", "‖G<sub>ℓ</sub>(λ)‖/σ<sub>min</sub>(G)"),
     ("W_Q/W_K and g*_norm/g*_Jury", "W<sub>Q</sub>/W<sub>K</sub> and g\\*<sub>norm</sub>/g\\*<sub>Jury</sub>")])
 def test_prose(text, expected):

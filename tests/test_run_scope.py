@@ -53,7 +53,7 @@ def test_a_changed_forward_pass_does_not_reach_the_next_check(monkeypatch):
     """3.2 run with a wrong forward pass (its entry fails), then 1.2 with the right one: 1.2's scale-vs-dense
     cross-check must compare the toy stack's jvp against a dense Jacobian of the *right* stack (before the run
     scope, a module-level store kept the wrong one and 1.2 read *failed* with errors ~3 against 8e-13)."""
-    from numerics.stack import Layer
+    from numerics.stacks.stack import Layer
     from test_coarse_graining import _mlp_reads_layer_input
 
     with monkeypatch.context() as m:

@@ -1,14 +1,14 @@
-"""Claim 3.1's ρ with the LayerNorm-null direction 1_d quotiented out (numerics/saturation_quotient.py)."""
+"""Claim 3.1's ρ with the LayerNorm-null direction 1_d quotiented out (numerics/families/saturation_quotient.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from numerics.spec import StackSpec
-from numerics.coarse_graining import kernel_modes, mode_blocks
-from numerics.saturation_quotient import complement_basis, quotient_saturation
-from numerics.stack import random_xbar
+from numerics.stacks.spec import StackSpec
+from numerics.families.coarse_graining import kernel_modes, mode_blocks
+from numerics.families.saturation_quotient import complement_basis, quotient_saturation
+from numerics.stacks.stack import random_xbar
 
 EPS = float(torch.finfo(torch.float64).eps)
 

@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from numerics import matrix_free as mf
-from numerics.presets import PRESET_NAMES, SIZES, preset
+from numerics.linearised import matrix_free as mf
+from numerics.stacks.presets import PRESET_NAMES, SIZES, preset
 from proofs_check.verdicts import scale_run
 from proofs_check.verdicts.evidence import decide
 from proofs_check.verdicts.ids import CLAIM_IDS
@@ -41,8 +41,7 @@ def test_check_scale_ci_verifies_every_scale_claim(tmp_path, capsys):
 
 def test_wrong_polynomial_is_caught_at_scale(monkeypatch):
     """A check that can fail: a mistake in the coefficients K_m (K_1 off by 1e-6) fails 2.3 at the toy size."""
-    from numerics import factorisation
-
+    from numerics.families import factorisation
     real = factorisation.polynomial_coefficients
 
     def wrong(stack, xbar):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from numerics import checkpoint as ck
+from numerics.storage import checkpoint as ck
 from proofs_check import schemas
 from proofs_check.verdicts.ledger_schema import checked_ledger
 

@@ -2,7 +2,7 @@
 manifest, and JSON that no strict parser reads.
 
 * A checkpoint's manifest binds the stack it is rebuilt from (kind, config, spec with its knobs,
-  arch, step) to the tensor file's hash (``numerics.checkpoint.binding``): an edit of
+  arch, step) to the tensor file's hash (``numerics.storage.checkpoint.binding``): an edit of
   ``spec.knobs.decay`` rebuilt another stack around the trained weights, and a 3.1 bound went from
   45 to 676 on a stack never trained.  Now the manifest is refused, naming the file and the field.
 * ``write_json`` writes strict JSON: ``simulate --json`` wrote bare ``NaN`` whenever μ < 0.
@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from numerics import checkpoint as ck
-from numerics.io import write_json
+from numerics.storage import checkpoint as ck
+from numerics.storage.io import write_json
 
 
 @pytest.fixture(scope="module")

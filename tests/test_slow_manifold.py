@@ -12,8 +12,8 @@ import sympy as sp
 import torch
 from hypothesis import given, strategies as st
 
-from numerics import cost
-from numerics import slow_manifold as nm
+from numerics.families import cost
+from numerics.families import slow_manifold as nm
 from numerics.fitting import loglog_fit
 from numerics.generated import slow_manifold as gen
 from theory import slow_manifold as th
@@ -265,7 +265,7 @@ def test_flop_parts_match_the_model():
 
 def test_compressed_branch_fails_6_3_by_the_predicted_ratio():
     """The compressed variant keeps queries per token: its scores + mixing fall by P, not P²."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
     from proofs_check.claims.slow_manifold import evaluate_6_3
     from proofs_check.verdicts.evidence import CheckContext
 

@@ -24,14 +24,14 @@ def test_catalogue_covers_every_place_and_names_known_claims():
 
 
 def test_a_stale_mutant_is_an_error_not_a_kill(tmp_path):
-    stale = sm.SourceMutant("stale", "numerics/stack.py", "this line is not in the stack", "x", ("2.1",),
+    stale = sm.SourceMutant("stale", "numerics/stacks/stack.py", "this line is not in the stack", "x", ("2.1",),
                             "negative control", "forward pass")
-    (tmp_path / "numerics").mkdir()
-    (tmp_path / "numerics" / "stack.py").write_text("a = 1\n")
+    (tmp_path / "numerics" / "stacks").mkdir(parents=True)
+    (tmp_path / "numerics" / "stacks" / "stack.py").write_text("a = 1\n")
     with pytest.raises(ValueError, match="stale: its line occurs 0 times"):
         stale.apply(tmp_path)
-    twice = sm.SourceMutant("twice", "numerics/stack.py", "a = 1", "a = 2", ("2.1",), "control", "forward pass")
-    (tmp_path / "numerics" / "stack.py").write_text("a = 1\na = 1\n")
+    twice = sm.SourceMutant("twice", "numerics/stacks/stack.py", "a = 1", "a = 2", ("2.1",), "control", "forward pass")
+    (tmp_path / "numerics" / "stacks" / "stack.py").write_text("a = 1\na = 1\n")
     with pytest.raises(ValueError, match="occurs 2 times"):
         twice.apply(tmp_path)
 
@@ -43,7 +43,7 @@ def test_a_cheap_source_mutant_is_killed_by_the_ledger_and_the_unmutated_copy_is
     assert not result["crashes"], result["crashes"]
     assert result["killed_by_ledger"], f"survived the ledger of {result['claims']}"
     line = "norms.append(spectral_norm(M))"
-    identity = sm.SourceMutant("identity", "numerics/stability.py", line, line, ("5.1",), "control", "certificate")
+    identity = sm.SourceMutant("identity", "numerics/families/stability.py", line, line, ("5.1",), "control", "certificate")
     control = sm.run_one(identity, run_tests=False)
     assert not control["crashes"] and control["killed_by_ledger"] is None, control
 

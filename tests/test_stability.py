@@ -14,9 +14,9 @@ import torch
 from hypothesis import given, strategies as st
 from mpmath import mp
 
-from numerics import slow_mode_maps as smm
-from numerics import stability as ns
-from numerics.spec import StackSpec
+from numerics.families import slow_mode_maps as smm
+from numerics.families import stability as ns
+from numerics.stacks.spec import StackSpec
 from theory import stability as th
 from generated_patch import scale_generated
 
@@ -298,7 +298,7 @@ def test_simulate_times_the_certificate_and_can_skip_it(capsys):
 # -- the certificate against the real gated stack (ledger power) ------------------------------------
 
 def _contractive_spec(kernel="full", seed=1):
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     return StackSpec(T=8, d=8, layers=6, heads=2, kernel=kernel, P=4, seed=seed, knobs=CONTRACTIVE)
 

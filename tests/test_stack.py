@@ -12,8 +12,8 @@ import pytest
 import torch
 from hypothesis import example, given, strategies as st
 
-from numerics.kernels import alibi_slopes
-from numerics.spec import StackSpec
+from numerics.stacks.kernels import alibi_slopes
+from numerics.stacks.spec import StackSpec
 from strategies import HARD_CASES, stack_specs
 
 F64 = torch.float64

@@ -1,7 +1,7 @@
-"""numerics/stack.py by its behaviour: each validation refuses with the parameter named, the attention biases
+"""numerics/stacks/stack.py by its behaviour: each validation refuses with the parameter named, the attention biases
 b_Q and b_O enter the output by the amount derived, the defaults are those the module docstring states.
 
-Each expected value is derived here from the definitions (module docstring of numerics/stack.py, docs/theory.md
+Each expected value is derived here from the definitions (module docstring of numerics/stacks/stack.py, docs/theory.md
 §0), never read back from the code under test.  Tolerances: float64 sums of ≤ d + T terms of O(1) size,
 64·(d + T)·u ≈ 1e-13 relative (stated beside each assertion).
 """
@@ -13,8 +13,8 @@ import math
 import pytest
 import torch
 
-from numerics import stack as S
-from numerics.spec import StackSpec
+from numerics.stacks import stack as S
+from numerics.stacks.spec import StackSpec
 
 U = 2.0 ** -53
 
@@ -243,7 +243,7 @@ def test_without_attn_bias_there_are_no_biases():
     assert "b_Q" not in dict(attn.named_parameters()) and "b_O" not in dict(attn.named_parameters())
 
 
-# ---- defaults (numerics/stack.py's docstring, docs/theory.md §0) ----------------------------------------
+# ---- defaults (numerics/stacks/stack.py's docstring, docs/theory.md §0) ----------------------------------------
 def test_config_defaults_are_the_documented_ones():
     cfg = S.StackConfig(T=6, d=4, layers=3, heads=2, kernel="causal")
     assert (cfg.P, cfg.gate, cfg.seed, cfg.mlp_ratio, cfg.weight_path, cfg.slow_kernel, cfg.block_size) == \

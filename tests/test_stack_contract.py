@@ -1,4 +1,4 @@
-"""The contract of ``numerics.stack`` beyond the forward pass (tests/test_stack.py covers that).
+"""The contract of ``numerics.stacks.stack`` beyond the forward pass (tests/test_stack.py covers that).
 
 * validation: every bad knob raises a ValueError whose *whole* message names the parameter;
 * ``build(spec)``: a spec's unset knobs are ``StackConfig``'s defaults, every knob reaches the
@@ -27,9 +27,9 @@ import pytest
 import torch
 from torch import nn
 
-from numerics import stack as S
-from numerics.spec import StackSpec
-from numerics.stack import StackConfig, random_xbar, resolve_device
+from numerics.stacks import stack as S
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import StackConfig, random_xbar, resolve_device
 
 F64 = torch.float64
 SE = 6.0  # standard errors allowed by every statistical check (see the module docstring)
@@ -113,7 +113,7 @@ def test_defaults_are_the_config_defaults():
     assert all(torch.equal(p, q) for p, q in zip(stack.parameters(), same.parameters()))
 
 
-#: GPT-2's block fields (numerics.hf_gpt2), away from their defaults.
+#: GPT-2's block fields (numerics.storage.hf_gpt2), away from their defaults.
 GPT2_BLOCK = dict(step=1.0, activation="gelu_new", ln_eps=1e-6, attn_bias=True)
 BLOCK_DEFAULTS = dict(step=None, activation="gelu", ln_eps=1e-5, attn_bias=False)
 
@@ -144,7 +144,7 @@ def test_gpt2_block_fields_at_their_defaults_leave_the_draws_unchanged():
 
 
 def test_every_accepted_activation_is_one_the_stack_has():
-    from numerics.params import ACTIVATION_NAMES
+    from numerics.stacks.params import ACTIVATION_NAMES
 
     assert set(ACTIVATION_NAMES) == set(S.ACTIVATIONS)
 
@@ -156,7 +156,7 @@ def test_variants_refuse_the_gpt2_block_fields():
 
 def test_other_arch_hands_the_spec_to_its_builder(monkeypatch):
     """build(spec) with arch != 'preln' hands the spec itself (every knob, its dtype, device and
-    arch_options) to the builder registered for the arch (numerics.architectures.base.build)."""
+    arch_options) to the builder registered for the arch (numerics.stacks.architectures.base.build)."""
     seen = []
 
     def spy(spec):
@@ -503,12 +503,12 @@ def test_frozen_kernel_message_and_exact_agreement():
 
 
 def test_the_declared_spec_fields_are_the_spec_dataclass_fields():
-    """numerics.params.StackSpecModel is a spec's schema (checkpoint manifests, sweep rows): it must name
+    """numerics.stacks.params.StackSpecModel is a spec's schema (checkpoint manifests, sweep rows): it must name
     exactly StackSpec's fields, or a manifest check would accept or refuse the wrong ones."""
     from dataclasses import fields
 
-    from numerics.params import StackSpecModel, _validate
-    from numerics.spec import StackSpec
+    from numerics.stacks.params import StackSpecModel, _validate
+    from numerics.stacks.spec import StackSpec
 
     assert [f.name for f in fields(StackSpec)] == list(StackSpecModel.model_fields)
     with pytest.raises(ValueError, match="colour is not a parameter here"):
@@ -529,7 +529,7 @@ def test_a_new_knob_gets_its_simulate_option_from_the_declaration():
 
     from pydantic import Field
 
-    from numerics.params import StackKnobs
+    from numerics.stacks.params import StackKnobs
     from proofs_check.cli.simulate import add_knob_flags
 
     class MoreKnobs(StackKnobs):
@@ -551,7 +551,7 @@ def test_a_sweep_rows_simulate_command_rebuilds_its_knobs():
     knob of the row: the knobs simulate had no option for (step, activation, attn_bias, ...) included."""
     import shlex
 
-    from numerics.params import KNOBS, StackKnobs
+    from numerics.stacks.params import KNOBS, StackKnobs
     from proofs_check.cli.simulate import spec_of
     from proofs_check.sweep.summary import simulate_command
 

@@ -1,4 +1,4 @@
-"""One stack value, declared once (``numerics.params.StackSpecModel``, its knobs ``StackKnobs``).
+"""One stack value, declared once (``numerics.stacks.params.StackSpecModel``, its knobs ``StackKnobs``).
 
 Each place that names a stack's fields is read off that declaration; each test below proves one
 derivation by comparing field sets, defaults and ranges with the declaration itself (never with a
@@ -21,11 +21,11 @@ import pytest
 import torch
 from pydantic import Field
 
-from numerics import stack as S
-from numerics.params import (KNOBS, SHAPE_FIELDS, StackKnobs, StackParams, StackSpecModel, knob_flag,
+from numerics.stacks import stack as S
+from numerics.stacks.params import (KNOBS, SHAPE_FIELDS, StackKnobs, StackParams, StackSpecModel, knob_flag,
                              knob_kinds)
-from numerics.spec import StackSpec, _spec_fields, build
-from numerics.stack_config import StackConfig, _config_fields
+from numerics.stacks.spec import StackSpec, _spec_fields, build
+from numerics.stacks.stack_config import StackConfig, _config_fields
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRED = {"knobs": StackKnobs(), "arch_options": {}}
@@ -52,7 +52,7 @@ def test_spec_fields_and_defaults_are_the_declaration_s():
 
 def test_spec_ranges_are_the_declaration_s():
     """A value the declaration refuses is refused by StackSpec, with the declaration's message."""
-    from numerics.params import InvalidInput, _validate
+    from numerics.stacks.params import InvalidInput, _validate
 
     for field, value in (("T", 0), ("heads", 1.5), ("seed", -1), ("dtype", "float16"), ("P", 0)):
         with pytest.raises(InvalidInput) as declared:
@@ -120,7 +120,7 @@ def test_the_checks_before_a_draw_have_the_declaration_s_fields_and_ranges():
 
 # ---------------------------------------------------------------- one constructor
 def test_build_is_the_only_constructor():
-    """numerics.stack draws from a spec only (``_draw(spec)``); no keyword-argument constructor is left,
+    """numerics.stacks.stack draws from a spec only (``_draw(spec)``); no keyword-argument constructor is left,
     and no module calls one."""
     assert not hasattr(S, "random_stack")
     assert list(inspect.signature(S._draw).parameters) == ["spec"]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from numerics import outdir
+from numerics.storage import outdir
 from proofs_check.verdicts import on_stack, registry
 from proofs_check.cli import main
 from proofs_check.sweep import spec as sweep_spec
@@ -101,7 +101,7 @@ def test_existing_spec_toml_of_the_own_sweep_is_never_overwritten(tmp_path):
 def test_a_second_sweep_on_the_same_out_is_refused(tmp_path, capsys):
     spec_file = write_spec(tmp_path, toy())
     out = tmp_path / "out"
-    code = ("import sys, time; from numerics import outdir\n"
+    code = ("import sys, time; from numerics.storage import outdir\n"
             "with outdir.claim(sys.argv[1], 'sweep'):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(out)], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:

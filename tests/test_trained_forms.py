@@ -9,9 +9,9 @@ The checkpoints are tiny (a few thousand bytes of text, seconds on one thread).
 import pytest
 import torch
 
-from numerics import checkpoint as ck
-from numerics import factorisation as nf
-from numerics.spec import StackSpec
+from numerics.storage import checkpoint as ck
+from numerics.families import factorisation as nf
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts import on_stack
 from proofs_check.verdicts.registry import DENSE_FEATURES
 from proofs_check.experiments import train as T

@@ -9,9 +9,9 @@ The stacks are tiny (d = 4, T = 8, P = 4, 2 layers): each trains in a few second
 import pytest
 import torch
 
-from numerics import checkpoint as ck
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.storage import checkpoint as ck
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts import on_stack
 from proofs_check.verdicts.registry import homogeneous_reference, load_checks
 from proofs_check.experiments import train as T

@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from numerics import checkpoint as ckpt_mod
-from numerics import training as tr
-
+from numerics.storage import checkpoint as ckpt_mod
+from numerics.text import training as tr
 TINY = tr.TrainConfig(T=16, d=8, layers=2, heads=2, steps=12, batch=4, eval_every=4, eval_batch=8,
                       rho=0.9, gate_lr=5e-2)
 
@@ -179,15 +178,15 @@ def test_source_closure_covers_every_module_the_experiment_imports():
     """The static import closure must contain every numerics/theory module that a fresh
     interpreter actually loads while running the experiment's code (read from __file__)."""
     code = ("import sys, json\n"
-            "from numerics import training as tr\n"
+            "from numerics.text import training as tr\n"
             "tr.train(tr.TrainConfig(T=16, d=8, layers=1, heads=2, steps=1, batch=2, eval_batch=2), 0)\n"
-            "import numerics.emissions\n"
+            "import numerics.families.emissions\n"
             "print(json.dumps(sorted(n for n, m in sys.modules.items() if n.split('.')[0] in ('numerics', 'theory', 'proofs_check')"
             " and getattr(m, '__file__', None))))")
     loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                        cwd=tr.REPO).stdout)
     closure = tr.source_closure(tr.EXPERIMENT_MODULES)
-    assert "numerics.kernels" in loaded and set(loaded) <= set(closure), set(loaded) - set(closure)
+    assert "numerics.stacks.kernels" in loaded and set(loaded) <= set(closure), set(loaded) - set(closure)
     for name, path in closure.items():
         assert path.is_file() and path.resolve().is_relative_to(tr.REPO)
 
@@ -201,12 +200,12 @@ def _copy_sources(dst: Path) -> Path:
 
 
 def test_cache_key_changes_with_the_attention_mask_in_kernels(tmp_path):
-    """A changed attention mask in numerics/kernels.py (causal j ≤ i → j < i + 1 + 1, a one-token
+    """A changed attention mask in numerics/stacks/kernels.py (causal j ≤ i → j < i + 1 + 1, a one-token
     look-ahead) must give another key; an untouched copy gives the same key as the checkout."""
     root = _copy_sources(tmp_path)
     payload = {"x": 1}
     assert tr.source_key(tr.EXPERIMENT_MODULES, payload, root) == tr.source_key(tr.EXPERIMENT_MODULES, payload)
-    kernels = root / "numerics" / "kernels.py"
+    kernels = root / "numerics" / "stacks" / "kernels.py"
     text = kernels.read_text()
     assert "<=" in text
     kernels.write_text(text.replace("<=", "<= 1 +", 1))
@@ -265,7 +264,7 @@ def test_experiment_resumes_its_runs_and_reuses_only_a_matching_cache(tmp_path, 
 # ---------------------------------------------------------------- the ledger's 7.3 decision rule can fail
 @pytest.fixture(scope="module")
 def micro_result():
-    import numerics.training as mod
+    import numerics.text.training as mod
 
     real = mod.experiment_configs
     mod.experiment_configs = lambda quick, smoke=False: {"base": MICRO, "seeds": (0, 1, 2), "rho_ar": 0.9,

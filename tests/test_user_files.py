@@ -1,6 +1,6 @@
 """No command removes or overwrites a file it did not write.
 
-``reproduce``, ``train`` and ``sweep`` claim their output folder (``numerics.outdir``): a
+``reproduce``, ``train`` and ``sweep`` claim their output folder (``numerics.storage.outdir``): a
 non-empty folder without their marker is refused with exit 2 before any work, and inside their
 own folder they remove only what they can prove they wrote (the atomic writer's temporaries of
 dead writers; a checkpoint's previous tensor file, named by the manifest it wrote).  Each test
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from numerics import outdir
+from numerics.storage import outdir
 from proofs_check.cli import main as _main
 
 TINY_TRAIN = ["train", "--d", "8", "--layers", "1", "--heads", "2", "--T", "8", "--tokens", "512", "--batch", "8",
@@ -99,7 +99,7 @@ def test_fastslow_subfolders_and_reproduce_inputs_are_not_foreign(tmp_path):
 
 
 def test_a_second_writer_on_one_folder_is_refused(tmp_path):
-    code = ("import sys, time; from numerics import outdir\n"
+    code = ("import sys, time; from numerics.storage import outdir\n"
             "with outdir.claim(sys.argv[1], 'sweep'):\n    print('held', flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "s")], stdout=subprocess.PIPE, text=True)
     try:
@@ -181,7 +181,7 @@ def test_a_killed_writer_in_an_owned_folder_leaves_a_temporary_the_next_claim_re
     """The other half: a temporary this tool wrote (SIGKILL after its temp was written) carries the
     folder's token, and the next claim of the folder removes it."""
     out = tmp_path / "s"
-    code = ("import os, sys; from numerics import outdir, io\n"
+    code = ("import os, sys; from numerics.storage import outdir, io\n"
             "with outdir.claim(sys.argv[1], 'sweep'):\n"
             "    with io.atomic_path(os.path.join(sys.argv[1], 'sub', 'rows.json')) as tmp:\n"
             "        tmp.write_text('half'); os.kill(os.getpid(), 9)\n")

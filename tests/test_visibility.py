@@ -5,9 +5,9 @@ import torch
 from hypothesis import example, given, strategies as st
 from torch.func import functional_call, jacrev
 
-from numerics import visibility as nv
+from numerics.families import visibility as nv
 from numerics.fitting import loglog_fit
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from strategies import stack_specs
 
 DELTAS = torch.logspace(-4, -2, 7, dtype=torch.float64)
@@ -80,8 +80,7 @@ def test_causal_first_token_untouched():
 
 
 def _qk_setup(kernel, seed):
-    from numerics import matrix_free as mf
-
+    from numerics.linearised import matrix_free as mf
     spec = StackSpec(T=8, d=4, layers=3, heads=2, kernel=kernel, P=4, seed=seed, knobs={"value_scale": 1.0})
     stack = spec.build()
     return spec, stack, _xbar(4, seed), mf.probes(1, 8, 4, seed=seed + 3)[0], mf.rounding_tolerance(8, 4, 3, torch.float64)
@@ -91,8 +90,8 @@ def _qk_setup(kernel, seed):
 def test_qk_weight_perturbation_invisible_at_the_reference(kernel):
     """W_Q, W_K moved by their own norm: X_L and J·v unchanged at 1x̄ᵀ to 2γκ (two evaluations, each within γ of
     the exact value times the rounding condition κ); control: W_V moved the same way changes both at O(1)."""
-    from numerics import weight_visibility as WV
-    from numerics.reach import QK
+    from numerics.families import weight_visibility as WV
+    from numerics.text.reach import QK
 
     _, stack, xbar, v, gamma = _qk_setup(kernel, 0)
     X0 = nv.homogeneous(stack, xbar)
@@ -107,8 +106,8 @@ def test_qk_weight_perturbation_invisible_at_the_reference(kernel):
 def test_qk_weight_perturbation_visible_off_the_reference_by_the_predicted_amount():
     """Off 1x̄ᵀ the same perturbation changes J·v at first order in the spread, by c₁s with c₁ predicted at the
     reference, and X_L at second order (slope 2 over one decade: 2 ± 0.01, the first-order departure at s ≤ 1e-3)."""
-    from numerics import weight_visibility as WV
-    from numerics.reach import QK, at_spread
+    from numerics.families import weight_visibility as WV
+    from numerics.text.reach import QK, at_spread
     from proofs_check.claims.visibility import weight_invisibility
 
     spec, stack, xbar, v, _ = _qk_setup("causal", 1)
@@ -227,7 +226,7 @@ def test_generated_functions_move_the_numbers(monkeypatch, entries, claim_id, fn
                                      dict(T=6, d=4, layers=2, kernel="full", P=None)])
 def test_evaluate_on_varied_specs(spec_kw):
     """evaluate works beyond the ledger's sizes and reports the documented keys."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
     from proofs_check.verdicts.registry import evaluate
 
     spec = StackSpec(heads=2, seed=2, **spec_kw)

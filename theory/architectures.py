@@ -1,4 +1,4 @@
-"""Derivations the architecture variants need (numerics/architectures/).
+"""Derivations the architecture variants need (numerics/stacks/architectures/).
 
 Column convention per token (x ∈ R^d), as in docs/theory.md §2.  At a token-homogeneous
 reference every attention matrix is the frozen kernel A (A1 = 1), so a perturbation in

@@ -104,7 +104,7 @@ def gelu_tanh_prime_scalar(t):
     return sp.diff(gelu_tanh_scalar(y), y).subs(y, t)
 
 
-#: activation name (``numerics.stack.ACTIVATIONS``) -> its derivative, for the MLP Jacobian.
+#: activation name (``numerics.stacks.stack.ACTIVATIONS``) -> its derivative, for the MLP Jacobian.
 ACTIVATION_PRIMES = {"gelu": lambda t: gelu_prime_scalar(t), "gelu_new": lambda t: gelu_tanh_prime_scalar(t)}
 
 

@@ -297,7 +297,7 @@ T_, P_, d_, H_, m_ = symbols("T P d heads mlp_width", positive=True, integer=Tru
 
 
 def attention_flops(T, d) -> dict[str, sp.Expr]:
-    """Matmul FLOPs of numerics.stack.Attention on T tokens of width d (any number of heads).
+    """Matmul FLOPs of numerics.stacks.stack.Attention on T tokens of width d (any number of heads).
 
     Q, K, V projections: 3 · 2·T·d·d_k·heads = 6Td²; scores q kᵀ: heads · 2·T²·d_k = 2T²d;
     mixing A v: 2T²d; output projection: 2Td².  (d_k · heads = d.)

@@ -39,7 +39,7 @@ def measure_cell(cfg, folder: str | Path, *, device: str = "cpu", windows: int =
     """Every snapshot of the trained cell ``cfg`` (``numerics.depth_study.training``) measured along
     ``windows`` held-out windows, (b) and (c) at the first and last snapshot only; also the cell's
     validation curve and training time."""
-    from numerics.corpus import ByteCorpus
+    from numerics.text.corpus import ByteCorpus
     from numerics.depth_study.training import load_snapshot
 
     folder = Path(folder)

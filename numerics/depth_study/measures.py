@@ -16,7 +16,7 @@ O(1/L) per layer, so r ∝ 1/L; layers drawn i.i.d. give r = O(1) at every depth
 attention pattern frozen, exactly so at 1x̄ᵀ.  Along text :func:`fixed_pattern_error` holds the layer's
 actual pattern A_ℓ(X) fixed, linearises the rest exactly and returns
 e_ℓ = ‖(J_ℓ − J_ℓ^{A fixed})V‖/‖(J_ℓ − I)V‖: the share of the layer's update derivative that the pattern's
-change carries.  Assumes a pre-LN ``numerics.stack.Layer`` without slow path and without decay.
+change carries.  Assumes a pre-LN ``numerics.stacks.stack.Layer`` without slow path and without decay.
 """
 
 from __future__ import annotations

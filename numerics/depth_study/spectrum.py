@@ -47,7 +47,7 @@ def stack_jacobian_forward(stack, X: torch.Tensor) -> torch.Tensor:
     """Φ (T·d, T·d) at one window X (T, d) by forward mode: the identity's columns pushed through the stack."""
     T, d = X.shape
     basis = torch.eye(T * d, dtype=X.dtype, device=X.device).reshape(T * d, T, d)
-    from numerics.stack import unchecked_inputs
+    from numerics.stacks.stack import unchecked_inputs
 
     with unchecked_inputs(stack):
         cols = vmap(lambda v: jvp(stack, (X,), (v,))[1])(basis)
@@ -77,7 +77,7 @@ def gap(sigma: torch.Tensor) -> dict:
 def truncated_stack(stack, T: int):
     """The stack rebuilt on the first T tokens: the same weights, the kernel's mask cut to T.  For a causal
     kernel its outputs are the first T rows of the full stack's."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     cfg = {**stack.config.as_dict(), "T": T}
     param = next(stack.parameters())

@@ -5,7 +5,7 @@ in one of two arms, with the model saved at fixed steps from initialisation to t
 - ``smooth``: h = 1/L and θ_ℓ = θ(ℓ/L) sampled from a smooth random path (the ODE premise built in).
 
 Both use GPT-2's block (pre-LN, causal, GELU-new MLP, LN ε = 1e-5, attention biases), the same width,
-data and token budget, and the project's trainer (``numerics.training.fit``: AdamW, warm-up and cosine
+data and token budget, and the project's trainer (``numerics.text.training.fit``: AdamW, warm-up and cosine
 schedule, clipping).  Snapshots of the whole language model are written at ``cfg.snapshots`` through
 the trainer's ``monitor`` hook; the run checkpoints and resumes like every other training run.
 """
@@ -73,7 +73,7 @@ class StudyConfig:
         return self.steps * self.batch * self.T
 
     def optimiser(self):
-        from numerics.training import Optimiser
+        from numerics.text.training import Optimiser
 
         return Optimiser(steps=self.steps, lr=self.lr, gate_lr=self.lr, weight_decay=self.weight_decay,
                          warmup=min(self.warmup, self.steps - 1), clip=self.clip,
@@ -81,7 +81,7 @@ class StudyConfig:
 
     def spec(self, dtype: str = "float32", device: str = "cpu"):
         """The stack's StackSpec: GPT-2's block; h = 1 and i.i.d. layers, or h = 1/L and a smooth path."""
-        from numerics.spec import StackSpec
+        from numerics.stacks.spec import StackSpec
 
         knobs = dict(GPT2_BLOCK, **({"step": 1.0} if self.arm == "gpt2" else {"weight_path": "smooth"}))
         return StackSpec(T=self.T, d=self.d, layers=self.layers, heads=self.heads, kernel="causal",
@@ -105,8 +105,8 @@ class StudyConfig:
 
 def build_model(cfg: StudyConfig, dtype=torch.float32):
     """The language model of ``cfg`` at initialisation (embedding and head drawn from the seed)."""
-    from numerics.corpus import VOCAB
-    from numerics.training import LanguageModel
+    from numerics.text.corpus import VOCAB
+    from numerics.text.training import LanguageModel
 
     name = {torch.float32: "float32", torch.float64: "float64"}[dtype]
     return LanguageModel(VOCAB, cfg.spec(dtype=name).build(), cfg.seed, dtype=dtype)
@@ -125,10 +125,10 @@ def train_cell(cfg: StudyConfig, cache: str | Path, *, device: str = "cpu", prog
     """Train (or resume, or reuse) the cell ``cfg`` under ``cache``; return its folder, which holds a
     snapshot of the model's state at every step of ``cfg.snapshots`` and ``run.json`` (curves and
     provenance)."""
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus
-    from numerics.io import atomic_path, write_json
-    from numerics.training import batch_seed, fit, torch_threads
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus
+    from numerics.storage.io import atomic_path, write_json
+    from numerics.text.training import batch_seed, fit, torch_threads
 
     folder = cell_dir(cfg, cache)
     done = folder / "run.json"

@@ -1,13 +1,13 @@
 """The claims stated at 1x̄ᵀ, measured on a checkpoint's weights at the states its held-out text visits.
 
 A trained or imported checkpoint (``fastslow check --stack``) is judged where a language model runs: on
-windows of the corpus's validation split (``numerics.held_out``), not at the token-homogeneous reference,
+windows of the corpus's validation split (``numerics.text.held_out``), not at the token-homogeneous reference,
 where Claims 2.1–4.1 are identities that hold for any weights.  Each measurement has an independent route
 and a threshold from the claim's own statement (docs/reach.md, "On a checkpoint"):
 
 * **1.1** (an Euler scheme): the weights' depth roughness against the step h (no text needed).
 * **2.1** (every layer factorises along its kernel): per layer, the visited factorised form
-  (``numerics.visited``: the kernels the text visits, the token-wise maps at the token mean) against the
+  (``numerics.text.visited``: the kernels the text visits, the token-wise maps at the token mean) against the
   layer's jvp; exact at 1x̄ᵀ, so the tolerance is float64 rounding of one layer.
 * **2.2** (the factorisation's conditions): the text's spread and the visited kernels' commutators.
 * **2.3** (J = the product of the factorised layers): the same for the whole stack against its jvp.
@@ -22,7 +22,7 @@ and a threshold from the claim's own statement (docs/reach.md, "On a checkpoint"
   block 0's tokens, which the shifted slow path never reaches, are the control (0 to rounding).
 * **5.1, 5.3** (the gate bound and the bracket above it): the stability margin μ they need, through its upper
   bound μ⁺ over the homogeneous modes at the text's token mean, and the mean direction's gain 1 − hα along the
-  visited states (``numerics.trained_margin``); vacuous where μ⁺ ≤ 0.
+  visited states (``numerics.families.trained_margin``); vacuous where μ⁺ ≤ 0.
 
 Where the text misses an exact statement by more than rounding the verdict is *conditional*: the claim
 holds on these weights only at the reference where it is exact, a condition held-out text does not meet,
@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import torch
 
-from numerics import held_out
-from numerics.qk_loss_share import FD_STEP, loss_qk_shares
-from numerics import matrix_free as mf
-from numerics import reach as R
-from numerics import visited as VI
+from numerics.text import held_out
+from numerics.families.qk_loss_share import FD_STEP, loss_qk_shares
+from numerics.linearised import matrix_free as mf
+from numerics.text import reach as R
+from numerics.text import visited as VI
 from proofs_check.verdicts.on_stack import Verdict
 from proofs_check.verdicts.run_scope import per_run
 
@@ -192,10 +192,10 @@ def saturation(spec) -> Verdict:
     """3.1 along held-out text: the decaying bundle's size relative to the persistent one along the visited
     trajectory, q_ℓ = ‖X_ℓ − 1x̄_ℓᵀ‖/‖1x̄_ℓᵀ‖ over q_0, and its saturation depth ℓ*(τ) (the first layer from which
     every later q_ℓ/q_0 ≤ τ, worst window), against the claim's bound ⌈log(τ/κ)/log ρ̃⌉ built at the text's
-    token mean with the slow-path gates closed (``numerics.coarse_graining.saturation_depth``)."""
+    token mean with the slow-path gates closed (``numerics.families.coarse_graining.saturation_depth``)."""
     import copy
 
-    from numerics import coarse_graining as ncg
+    from numerics.families import coarse_graining as ncg
     from proofs_check.claims.coarse_graining.specs import TAU
 
     h = text(spec)

@@ -14,12 +14,12 @@ import math
 
 import torch
 
-from numerics import coarse_graining as ncg
-from numerics import depth_clock_scale as nscale
-from numerics import depth_slow_manifold as nds
+from numerics.families import coarse_graining as ncg
+from numerics.families import depth_clock_scale as nscale
+from numerics.families import depth_slow_manifold as nds
 from numerics.precision import EPS64 as EPS, SLOPE_TOL, U64 as U  # EPS = 2u: a stated "10·n·EPS" is margin 20
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
 from proofs_check.verdicts.on_stack import Verdict

@@ -47,15 +47,14 @@ def draw_block(family: str, P: int, seed: int) -> torch.Tensor:
        kind='lemma', setting='exponential-family tokens i.i.d. within a block', standing=HOLDS,
        headline='the block mean of T(x) is sufficient for η_b (Gaussian, Bernoulli, Poisson, categorical); block-max pooling is not')
 def check_7_1(ctx) -> ClaimResult:
-    from numerics.training import torch_threads
+    from numerics.text.training import torch_threads
 
     with torch_threads(1):  # small tensors: one thread is fastest on a shared machine
         return _check_7_1(ctx)
 
 
 def _check_7_1(ctx) -> ClaimResult:
-    from numerics import emissions as ne
-
+    from numerics.families import emissions as ne
     steps = [SymbolicStep("generic family: d/dη log L(x|η)/L(y|η) = 0 when Σ T(x_i) = Σ T(y_i) (symbolic P)",
                           th.proof_generic_factorisation(), "simplify")]
     for fam in th.FAMILIES:
@@ -141,14 +140,14 @@ def _check_7_1(ctx) -> ClaimResult:
        kind='lemma', setting='Gaussian blocks with AR(1) means, squared-error risk', standing=HOLDS,
        headline='independent blocks: the history cannot lower the Bayes risk and dR/dg = 0; AR(1)-linked blocks lower it by the Kalman amount')
 def check_7_2(ctx) -> ClaimResult:
-    from numerics.training import torch_threads
+    from numerics.text.training import torch_threads
 
     with torch_threads(1):
         return _check_7_2(ctx)
 
 
 def _check_7_2(ctx) -> ClaimResult:
-    from numerics import emissions as ne
+    from numerics.families import emissions as ne
     from numerics.generated import emissions as gen
 
     steps = [
@@ -256,7 +255,7 @@ def _check_7_2(ctx) -> ClaimResult:
        assumptions=["topic-block data: M topics, Markov-switching (discrete AR(1)) topic chain with persistence ρ",
                     "fast path restricted to the current block (causal within the block); the slow path is the only "
                     "route to earlier blocks", "AdamW, cosine schedule; the gate has its own learning rate",
-                    "decision rule fixed in numerics.training (ALPHA, Z, GATE_RATIO, MIN_CAPTURE)",
+                    "decision rule fixed in numerics.text.training (ALPHA, Z, GATE_RATIO, MIN_CAPTURE)",
                     "finite training: the coupled arm's excess over its Bayes risk is at least the frozen arm's"],
        reconstruction=True,
        generated=["numerics.generated.emissions.topic_transition"],
@@ -270,14 +269,13 @@ def _check_7_2(ctx) -> ClaimResult:
        kind='experiment', setting='synthetic topic blocks; fast path cut at the current block (slow path the only route to earlier blocks)', standing=RECONSTRUCTION,
        headline="synthetic: the gate opens and helps only with linked blocks, as 7.2 predicts")
 def check_7_3(ctx) -> ClaimResult:
-    from numerics import training as tr
-
+    from numerics.text import training as tr
     steps = [SymbolicStep("topic chain at ρ = 0 forgets the filter (d/dq = 0): the Bayes gap is exactly 0",
                           th.proof_topic_chain_forgets_at_zero())]
     res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.cache_dir_for(ctx))
     s = res["summary"]
     iid, ar, v = s["iid"], s["ar1"], s["verdict"]
-    # Each statement of the decision rule (numerics.training) as a ratio that must be ≤ 1.
+    # Each statement of the decision rule (numerics.text.training) as a ratio that must be ≤ 1.
     e_noise = abs(iid["gap"]) / iid["crit"] if iid["crit"] > 0 else math.inf
     e_gate = iid["gate"] / (tr.GATE_RATIO * ar["gate"]) if ar["gate"] > 0 else math.inf
     e_bayes = max(-x for x in v["excess_over_z_se"].values())  # ≤ 1 ⇔ no arm beats its Bayes risk by > Z SE
@@ -312,11 +310,11 @@ def check_7_3(ctx) -> ClaimResult:
         steps, numeric, control,
         notes=f"{'quick' if ctx.quick else 'full'} run: T = {cfg['T']}, d = {cfg['d']}, {cfg['layers']} layers, "
               f"{cfg['steps']} steps of {cfg['batch']} sequences, seeds {res['seeds']}; AdamW with a cosine "
-              "schedule (numerics.training.fit, the trainer of fastslow train); each run checkpoints and resumes, "
+              "schedule (numerics.text.training.fit, the trainer of fastslow train); each run checkpoints and resumes, "
               "and the runs are cached under a key over every numerics/theory source file they import, the torch "
               "version and the settings. The fast path sees only the current block (reconstruction: with the "
               "paper's all-token causal fast path the frozen model can reach earlier blocks itself, and the "
-              "comparison no longer isolates the 7.2 information gap; see numerics/training.py).",
+              "comparison no longer isolates the 7.2 information gap; see numerics/text/training.py).",
         finding="At random initialisation ∂R/∂g at g = 0 is not 0 even for independent blocks: the slow feature's "
                 "mean acts as a bias channel.  Only its information part (history vs an independent history) "
                 "vanishes in expectation (tests/test_training.py); 7.2's dR/dg = 0 holds at the Bayes predictor."

@@ -12,10 +12,10 @@ import math
 
 import torch
 
-from numerics import gate_bounds as ngb
-from numerics import stability as ns
+from numerics.families import gate_bounds as ngb
+from numerics.families import stability as ns
 from numerics.precision import U64 as U
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, no_matrix_free, on_stack
 from proofs_check.verdicts.on_stack import Verdict

@@ -1,14 +1,14 @@
-"""The GPT-2 weight mapping (``numerics.hf_gpt2``) against an independent GPT-2 forward, on built-in tiny checkpoints.
+"""The GPT-2 weight mapping (``numerics.storage.hf_gpt2``) against an independent GPT-2 forward, on built-in tiny checkpoints.
 
 The claims run on imported GPT-2 checkpoints only through the mapping (config fields → the stack's knobs, Conv1D
 blocks → W_Q, W_K, W_V, W_O per head, b_K dropped, b_V folded into b_O).  This check writes two tiny random
 GPT-2 checkpoints (config.json + pytorch_model.bin, one per GELU form, ``layer_norm_epsilon`` = 0.05 away from
-its default, every bias nonzero), imports each through ``numerics.hf_gpt2`` exactly as ``fastslow import-hf``
+its default, every bias nonzero), imports each through ``numerics.storage.hf_gpt2`` exactly as ``fastslow import-hf``
 does, and compares the stack's states X_0..X_L and ln_f(X_L) with the hidden states of
 
 - ``transformers.GPT2Model`` when transformers is installed, and always
 - :func:`gpt2_forward`: GPT-2's block written here from its equations in plain torch (Radford et al. 2019;
-  HF's modeling_gpt2), sharing no code with ``numerics.hf_gpt2`` or ``numerics.stack``.
+  HF's modeling_gpt2), sharing no code with ``numerics.storage.hf_gpt2`` or ``numerics.stacks.stack``.
 
 Tolerance (float64): each route rounds each layer's dot products, of summed inner length
 n = L(2T + 11d) (softmax normaliser and mixing over T, Q/K/V, O and LN over d, the MLP's two products over
@@ -113,9 +113,8 @@ def transformers_forward(sd: dict, config: dict, ids: torch.Tensor) -> list[torc
 
 
 def imported_states(folder: Path, ids: torch.Tensor) -> list[torch.Tensor]:
-    """X_0..X_L and ln_f(X_L) through the import (``numerics.hf_gpt2``), as ``fastslow import-hf`` builds them."""
-    from numerics import hf_gpt2 as hf
-
+    """X_0..X_L and ln_f(X_L) through the import (``numerics.storage.hf_gpt2``), as ``fastslow import-hf`` builds them."""
+    from numerics.storage import hf_gpt2 as hf
     config = hf.read_config(folder)
     tensors = hf.checked_tensors(hf.weights_file(folder), config)
     spec, stack = hf.build_stack(config, tensors, T=ids.shape[0])
@@ -162,7 +161,7 @@ def mapping_check(seed: int = 0) -> dict:
                          "tol 2n·u": tol})
     ok = worst <= 1.0 and separated
     controls = [r for r in rows if r["route"].startswith("control")]
-    return {"name": "GPT-2 mapping (numerics.hf_gpt2) against an independent GPT-2 forward",
+    return {"name": "GPT-2 mapping (numerics.storage.hf_gpt2) against an independent GPT-2 forward",
             "status": "verified" if ok else "failed", "max_error": worst, "tolerance": 1.0, "table": rows,
             "detail": (f"tiny GPT-2 (d = {d}, {TINY['n_head']} heads, L = {L}, T = {T}, layer_norm_epsilon = "
                        f"{TINY['layer_norm_epsilon']}) for activation_function {', '.join(FORMS)}: max gap/(2n·u) = "

@@ -2,7 +2,7 @@
 bytes of the shipped corpus (docs/trained/gpt2-bytes, Hugging Face's format; its record
 docs/trained/gpt2-bytes-train.json).
 
-Claims 5.1 and 5.3: the stability margin μ on these weights (``numerics.trained_margin``): its upper bound
+Claims 5.1 and 5.3: the stability margin μ on these weights (``numerics.families.trained_margin``): its upper bound
 μ⁺ = −(1/(Lh)) Σ log‖G_ℓ‖₂ over the homogeneous modes (μ ≤ μ⁺ for every block length P), the mean
 direction's gain per layer (1 − hα: exactly 1 on an undamped pre-LN block, for any weights) at the
 reference and along held-out text, each against its independent route.
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from numerics import held_out, hf_gpt2
-from numerics import trained_margin as tm
+from numerics.text import held_out
+
+from numerics.storage import hf_gpt2
+from numerics.families import trained_margin as tm
 from proofs_check.integrity import REPO_ROOT
 from proofs_check.verdicts.run_scope import per_run
 
@@ -92,7 +94,7 @@ GPT2_BLOCK = {"step": 1.0, "activation": "gelu_new", "attn_bias": True}
 def gpt2_block_specs(ctx, **fields):
     """Causal pre-LN stacks with GPT-2's block and i.i.d. weights (value_scale 0), one seed in quick mode, three
     else; ``fields`` set the sizes (and P, knobs merged over GPT-2's)."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     knobs = {"value_scale": 0.0, **GPT2_BLOCK, **fields.pop("knobs", {})}
     seeds = [0] if ctx.quick else [0, 1, 2]
@@ -123,10 +125,10 @@ QK_ROUTE_TOL = 1e-5
 
 
 def qk_shares_at(stack, X0: torch.Tensor, seed: int) -> dict:
-    """Claim 4.1's share ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss (``numerics.qk_loss_share.loss_qk_shares``) of ``stack``
+    """Claim 4.1's share ‖Δℓ[δ_QK]‖/‖Δℓ[δ_VO]‖ of the per-token loss (``numerics.families.qk_loss_share.loss_qk_shares``) of ``stack``
     on inputs ``X0`` (windows, T, d) with a random readout over 16 tokens and the corpus's tokens as targets."""
-    from numerics.loss_visibility import readout
-    from numerics.qk_loss_share import loss_qk_shares
+    from numerics.families.loss_visibility import readout
+    from numerics.families.qk_loss_share import loss_qk_shares
 
     windows, T, d = X0.shape
     tokens = held_out.text_tokens(T, 16, windows)
@@ -138,9 +140,9 @@ def qk_visibility_measurement(ctx) -> dict:
     i.i.d. weights, causal) at the token-homogeneous reference 1x̄ᵀ, where the claim is stated (0 to rounding for
     any weights: an identity), beside the same stack on text-like inputs (the corpus's tokens through a random
     embedding) and the trained byte GPT-2 along its held-out text, where the language model runs."""
-    from numerics import matrix_free as mf
-    from numerics.stack import random_xbar
-    from numerics.qk_loss_share import loss_qk_shares
+    from numerics.linearised import matrix_free as mf
+    from numerics.stacks.stack import random_xbar
+    from numerics.families.qk_loss_share import loss_qk_shares
     from proofs_check.verdicts.standing import PAPER_SETTING, measurement
 
     spec = gpt2_block_specs(ctx, T=8, d=8, layers=3)[0]

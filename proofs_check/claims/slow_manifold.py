@@ -9,10 +9,10 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from numerics.architectures.capabilities import has
+from numerics.stacks.architectures.capabilities import has
 from numerics.fitting import loglog_fit
 from numerics.precision import SLOPE_TOL_STIFF as SLOPE_TOL
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.standing import HOLDS
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep
 from proofs_check.verdicts.registry import arch_free, claim, evaluate, no_matrix_free, on_stack
@@ -45,8 +45,7 @@ def _step(name: str, proved: bool, method: str = "simplify", detail: str = "") -
        kind='lemma', setting='hand-set small systems along tokens, ε = 1/P', standing=HOLDS,
        headline='dist(x, φ^(k)(y)) = O(ε^(k+1)) after the boundary layer on the model systems; a statement along tokens, not depth, and no stack enters')
 def check_6_1(ctx) -> ClaimResult:
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     symbolic = [
         _step("linear: φ^(3) equals the Taylor polynomial of the exact manifold 2b y/((εd+a)+√((εd+a)²+4εbc))",
               th.linear_series_matches_exact(3)),
@@ -107,8 +106,7 @@ def _reduced_gap(system, attracting, repelling, t_end: float) -> float:
     branch (lambdified from the derivation, not the generated code)."""
     from scipy.integrate import solve_ivp
 
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     y = system.y[0]
     flows = [sp.lambdify(y, system.g[0].subs(system.x[0], branch.terms[0][0])) for branch in (attracting, repelling)]
     y0 = nm.SPECS["control"].y0
@@ -123,8 +121,7 @@ def _repelling_control(ctx):
     x = y + 1.  Predicted failure sizes: dist(x, φ^(k)_rep(y)) = max_t |φ^(2)_att(y) − φ^(k)_rep(y)|
     within ε³ (the attracting branch's own O(ε³) error; Tikhonov holds there), ≈ 1 for every k and
     ε; the reduced-flow error = max_t |Y_att − Y_rep| within ε (its O(ε) correction)."""
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     system, attracting = _attracting_control_branch()
     repelling = th.expand_slow_manifold(system, 2)
     y = system.y[0]
@@ -171,8 +168,7 @@ def _repelling_control(ctx):
        kind='lemma', setting='2- and 3-state generators Q(y)', standing=HOLDS,
        headline='φ₀ is the stationary distribution of Q(y); a trained block is not a generator, so this is a structured limit, not a statement about trained networks')
 def check_6_2(ctx) -> ClaimResult:
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     Q2, y = th.two_state_generator()
     r2 = th.stationary_distribution(Q2)
     a, b = Q2[0, 1], Q2[1, 0]
@@ -227,8 +223,7 @@ def _reducible_control() -> ControlResult:
     the fast variable settles on class {1, 2}'s own stationary distribution p_A(y) (its 2-state
     nullspace, derived separately), from (0, 0, 1) it stays at e₃, so the states at t = 1 differ by
     ‖(p_A(y(1)), 0) − e₃‖, within ε (the O(ε) distance to each class's manifold)."""
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     Q = th.reducible_generator()
     red = th.stationary_distribution(Q)
     cls = th.stationary_distribution(Q[:2, :2])
@@ -278,8 +273,7 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
     ``measured['row']``: the counted and modelled FLOPs (``counted_fast``, ``model_fast``, …,
     ``counted_slow_scores_mixing``, …) and the ratios ``ratio_scores_mixing`` (claimed P²),
     ``ratio_projections`` (claimed P) and ``ratio`` (whole attention, the model's R)."""
-    from numerics import cost
-
+    from numerics.families import cost
     if spec.P is None:
         return Verdict("6.3", "n/a", reason="P unset: the stack has no slow path")
     if spec.checkpoint is not None:   # FLOP counts depend on the shapes alone: count the checkpoint's shape
@@ -323,8 +317,7 @@ def evaluate_6_3(spec: StackSpec, ctx) -> Verdict:
        kind='lemma', setting="matmul FLOP count (FlopCounterMode's convention), d ≥ 2", standing=HOLDS,
        headline='slow scores and mixing cost P² less, projections P less; the whole attention layer saves about P, not P²')
 def check_6_3(ctx) -> ClaimResult:
-    from numerics import cost
-
+    from numerics.families import cost
     cm = th.cost_model()
     P, T, d = th.P_, th.T_, th.d_
     r = cm["ratio_attention"]
@@ -339,7 +332,7 @@ def check_6_3(ctx) -> ClaimResult:
     verdicts = [evaluate("6.3", spec, ctx) for spec in _cost_specs("preln", ctx)]
     table = [{**v.measured["row"], "heads": v.spec["heads"]} for v in verdicts]
     numeric = NumericResult(cases=len(table), max_error=max(v.error for v in verdicts), tolerance=0.0,
-                            detail="FlopCounterMode on numerics.stack.Attention / SlowPath vs the generated "
+                            detail="FlopCounterMode on numerics.stacks.stack.Attention / SlowPath vs the generated "
                                    "model, in total and by part (projections; scores and mixing, split by "
                                    "counting at two token counts): exact integer match required, and the "
                                    f"whole-attention ratio within {RATIO_TOL:.1e} relative", table=table)

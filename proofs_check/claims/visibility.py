@@ -12,13 +12,13 @@ import math
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import kernels as K
-from numerics import visibility as nv
+from numerics.stacks.architectures.capabilities import has
+from numerics.stacks import kernels as K
+from numerics.families import visibility as nv
 from numerics.fitting import loglog_fit
 from numerics.precision import EPS64 as EPS, SLOPE_TOL
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims.coarse_graining.specs import FLOAT64_ONLY, matrix_spec
 from proofs_check.claims.visibility_variants import arch_4_1, arch_4_2
 from proofs_check.verdicts.standing import CONDITIONAL, measurement
@@ -123,17 +123,17 @@ def evaluate_4_1(spec, ctx) -> Verdict:
 
 
 def weight_invisibility(spec) -> dict:
-    """4.1 as weight perturbations (``numerics.weight_visibility``): W_Q and W_K of every layer moved by a unit
+    """4.1 as weight perturbations (``numerics.families.weight_visibility``): W_Q and W_K of every layer moved by a unit
     relative Gaussian perturbation (ε = 1).  At 1x̄ᵀ neither X_L nor J·v changes: each relative change ≤ 2γκ,
-    γ the stack's dot-product rounding bound (``numerics.matrix_free.rounding_tolerance``), κ its rounding
+    γ the stack's dot-product rounding bound (``numerics.linearised.matrix_free.rounding_tolerance``), κ its rounding
     condition (``rounding_condition``: a layer's rounding carried to the end), 2 for the two evaluations.
     Control, off the reference along a random centred direction at the spread s_c where κ̄ t(s_c) =
     ``CONTROL_BUDGET``: J·v changes by c₁ s_c, c₁ and κ̄ predicted at 1x̄ᵀ (``action_change_expansion``), within
     κ̄t(1 + κ̄t) (first order in t and its square) + s_c² (t(s) = (t/s)·s/√(1 − s²)) + 2γκ/r (rounding).
     ``error`` is normalised (≤ 1 passes)."""
-    from numerics import weight_visibility as WV
-    from numerics.matrix_free import probes, rounding_tolerance
-    from numerics.reach import QK, at_spread
+    from numerics.families import weight_visibility as WV
+    from numerics.linearised.matrix_free import probes, rounding_tolerance
+    from numerics.text.reach import QK, at_spread
 
     st = spec.build()
     xbar = random_xbar(spec.d, spec.seed)
@@ -251,7 +251,7 @@ def specs_4_2(arch, ctx):
 
 def injection_overlap(stack) -> float:
     """wᵀs with s = Π⁺S1_n (the tokens the lifted, one-block-shifted slow output reaches), computed
-    directly from numerics.kernels' lift and shift matrices."""
+    directly from numerics.stacks.kernels' lift and shift matrices."""
     cfg = stack.config
     n = cfg.T // cfg.P
     w = nv.persistent_vector(stack)
@@ -325,13 +325,13 @@ def evaluate_4_2(spec, ctx) -> Verdict:
 
 
 def loss_visibility(spec) -> dict:
-    """The gate in the per-token loss (``numerics.loss_visibility``) on a causal stack at 1x̄ᵀ, g = 0, a random
+    """The gate in the per-token loss (``numerics.families.loss_visibility``) on a causal stack at 1x̄ᵀ, g = 0, a random
     readout and targets: autograd ∂ℓ_t/∂g_ℓ against the factorised prediction (relative mismatch ≤ 4γ, γ the
     dot-product rounding bound of the chain: both routes ≤ γ, the final d-term dot product ≤ γ, doubled),
     exactly 0 on block 0 (the shift feeds it zero, the causal kernel never feeds it later tokens) and
     ≥ VISIBLE_MIN relative on every later token.  ``error`` is normalised (≤ 1 passes)."""
-    from numerics import loss_visibility as lv
-    from numerics.matrix_free import rounding_tolerance
+    from numerics.families import loss_visibility as lv
+    from numerics.linearised.matrix_free import rounding_tolerance
 
     st = spec.with_(knobs={"gate": 0.0}).build()
     xbar = random_xbar(spec.d, spec.seed)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from numerics import kernels as K
-from numerics import visibility as nv
-from numerics.factorisation import layer_B_C, layer_blocks
+from numerics.stacks import kernels as K
+from numerics.families import visibility as nv
+from numerics.families.factorisation import layer_B_C, layer_blocks
 from numerics.fitting import loglog_fit
 from numerics.generated import visibility as gen_vis
 from proofs_check.verdicts.evidence import ClaimResult

@@ -10,10 +10,10 @@ import math
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import visibility as nv
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import visibility as nv
 from numerics.fitting import loglog_fit
-from numerics.jacobians import reference_input
+from numerics.linearised.jacobians import reference_input
 from proofs_check.verdicts.on_stack import Verdict
 
 F64 = torch.float64

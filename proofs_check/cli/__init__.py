@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from numerics.io import Terminated  # the signal handlers' exception; loaded once a command runs
+    from numerics.storage.io import Terminated  # the signal handlers' exception; loaded once a command runs
     from proofs_check.validation import preflight
     from proofs_check.verdicts.run_scope import one_run
 

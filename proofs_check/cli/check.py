@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     add_no_progress(p)
     p.add_argument("--scale", metavar="PRESET", type=scale_preset,
                    help="the claims' matrix-free scale forms at a preset size: toy, ci, gpt2-small, "
-                        "gpt2-medium, gpt2-large (numerics/presets.py); the preset sets the sizes")
+                        "gpt2-medium, gpt2-large (numerics/stacks/presets.py); the preset sets the sizes")
     p.add_argument("--dtype", choices=("float64", "float32"), default=None,
                    help="with --scale: the stacks' dtype (default float64; float32 has its own tolerances)")
     p.add_argument("--stack", metavar="CKPT",
@@ -41,7 +41,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from numerics.io import write_json, write_text
+    from numerics.storage.io import write_json, write_text
     from proofs_check.runners.check import exit_code, format_table, run_checks
     from proofs_check.verdicts.ledger_schema import checked_ledger
 
@@ -85,7 +85,7 @@ def run(args) -> int:
 
 def _check_stack(args, claims, drift) -> int:
     """``check --stack CKPT``: the on-stack claims on a trained checkpoint (proofs_check.runners.check)."""
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.runners.check import exit_code, format_stack_table, run_stack_checks
 
     ledger = run_stack_checks(args.stack, claims, device=args.device, profile=args.profile, quick=quick(args),
@@ -99,7 +99,7 @@ def _check_stack(args, claims, drift) -> int:
 
 def _check_scale(args, claims) -> int:
     """``check --scale PRESET``: every claim's scale form at the preset's size (proofs_check.runners.scale)."""
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.runners.check import exit_code, format_table
     from proofs_check.verdicts.ledger_schema import checked_ledger
     from proofs_check.runners.scale import format_sizes, run_scale

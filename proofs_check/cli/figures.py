@@ -32,8 +32,7 @@ def run(args) -> int:
         for name, fig in sorted(figures.items()):
             print(f"{name:32s} claim {fig.claim:4s} {fig.title}")
         return 0
-    from numerics import outdir
-
+    from numerics.storage import outdir
     unknown = [n for n in args.only or [] if n not in figures]
     if unknown:  # before the folder is claimed
         raise ValueError(f"--only {', '.join(unknown)}: no such figure (known: {', '.join(sorted(figures))})")
@@ -49,6 +48,5 @@ def run(args) -> int:
 
 def _reproduce_figures(folder: Path) -> bool:
     """The ``figures/`` folder inside a ``fastslow reproduce`` output: written by the same renderer."""
-    from numerics import outdir
-
+    from numerics.storage import outdir
     return folder.name == "figures" and outdir.owner(folder.parent) == "reproduce"

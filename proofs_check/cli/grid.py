@@ -10,7 +10,7 @@ from proofs_check.cli.options import (add_allow_drift, add_claims, add_device, a
 
 def add_parser(sub) -> None:
     p = sub.add_parser("grid", help="the claims × architectures grid (holds / conditional / fails / n/a)",
-                       description="Evaluate every claim on every architecture variant (numerics.architectures; "
+                       description="Evaluate every claim on every architecture variant (numerics.stacks.architectures; "
                                    "--only-arch picks some) and on a trained stack, and print the grid: holds, "
                                    "conditional (with its condition), fails (with a shrunk counterexample) or n/a "
                                    "(with the reason).")
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.runners import grid
 
     claims = validate_claims(args.claim)

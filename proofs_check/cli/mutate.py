@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     code = p.add_mutually_exclusive_group()
     code.add_argument("--theory-only", action="store_true",
                       help="the theory mutants only, not mutmut's code mutants (which run by default over "
-                           "numerics/stack.py, kernels.py, generated/; --only skips them), nor the source mutants")
+                           "numerics/stacks/stack.py, kernels.py, generated/; --only skips them), nor the source mutants")
     code.add_argument("--code-only", action="store_true", help="the code mutants only, no theory mutants")
     code.add_argument("--source-only", action="store_true",
                       help="the source mutants only (proofs_check/mutation/hand_written_source.py: mistakes in the "
@@ -63,7 +63,7 @@ def run(args) -> int:
         print(f"fastslow mutate: error: {one_line(exc)}", file=sys.stderr)
         return 1
     if args.json:
-        from numerics.io import write_json
+        from numerics.storage.io import write_json
 
         write_json(args.json, result)
     return 0 if ok else 1
@@ -101,7 +101,7 @@ def _run_mutants(args, theory_names, source_names, step) -> tuple[dict, bool]:
         result["code"] = code
         ok = ok and code["score"] >= CODE_TARGET
         if args.equivalents:
-            from numerics.io import write_text
+            from numerics.storage.io import write_text
 
             write_text(args.equivalents, markdown(code, "fastslow mutate"))
     return result, ok

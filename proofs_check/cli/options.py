@@ -66,7 +66,7 @@ def path_type(check, name: str):
     def convert(text: str) -> str:
         try:
             return check(text, name)
-        except ValueError as err:  # numerics.params.InvalidInput, one line naming the option
+        except ValueError as err:  # numerics.stacks.params.InvalidInput, one line naming the option
             raise argparse.ArgumentTypeError(str(err).removeprefix(f"{name} "))
 
     convert.__name__ = name.lstrip("-")
@@ -155,8 +155,8 @@ def integrity(args):
 
 
 def scale_preset(name: str) -> str:
-    """``--scale PRESET``: a preset name of numerics/presets.py."""
-    from numerics.presets import check_preset
+    """``--scale PRESET``: a preset name of numerics/stacks/presets.py."""
+    from numerics.stacks.presets import check_preset
 
     try:
         return check_preset(name)

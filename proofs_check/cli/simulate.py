@@ -13,10 +13,10 @@ PARSERS = {"integer": ascii_int, "number": ascii_float, "string": str}
 
 
 def add_knob_flags(p, model=None) -> None:
-    """One option per knob of ``model`` (default ``numerics.params.StackKnobs``: the one declaration of the
+    """One option per knob of ``model`` (default ``numerics.stacks.params.StackKnobs``: the one declaration of the
     stack's knobs), named by ``knob_flag``, typed by the knob's schema type, with its default and
     description; a boolean knob is ``--name`` / ``--no-name``."""
-    from numerics.params import StackKnobs, knob_flag, knob_kinds
+    from numerics.stacks.params import StackKnobs, knob_flag, knob_kinds
 
     model = StackKnobs if model is None else model
     for name, kind in knob_kinds(model).items():
@@ -36,8 +36,8 @@ SHAPE_DEFAULTS = {"T": 64, "P": 8, "d": 64, "layers": 12, "heads": 4, "kernel": 
 
 def add_shape_flags(p) -> None:
     """One option per spec shape field of :data:`SHAPE_DEFAULTS`, typed and described by the declaration
-    (``numerics.params.StackSpecModel``); ``--P 0`` turns the slow path off."""
-    from numerics.params import StackSpecModel, knob_kinds
+    (``numerics.stacks.params.StackSpecModel``); ``--P 0`` turns the slow path off."""
+    from numerics.stacks.params import StackSpecModel, knob_kinds
 
     kinds = knob_kinds(StackSpecModel)
     for name, default in SHAPE_DEFAULTS.items():
@@ -48,10 +48,10 @@ def add_shape_flags(p) -> None:
 
 
 def spec_of(args):
-    """The ``numerics.spec.StackSpec`` the parsed options name: its shape fields, the knobs set away from
+    """The ``numerics.stacks.spec.StackSpec`` the parsed options name: its shape fields, the knobs set away from
     their defaults, the seed and the device."""
-    from numerics.params import KNOBS, StackKnobs
-    from numerics.spec import StackSpec
+    from numerics.stacks.params import KNOBS, StackKnobs
+    from numerics.stacks.spec import StackSpec
 
     shape = {name: getattr(args, name) for name in SHAPE_DEFAULTS}
     shape["P"] = shape["P"] or None
@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
     p.defer(add_shape_flags) if hasattr(p, "defer") else add_shape_flags(p)
     p.add_argument("--scale", metavar="PRESET", type=scale_preset,
                    help="take T, d, layers and heads from a preset (toy, ci, gpt2-small, gpt2-medium, gpt2-large)")
-    p.defer(add_knob_flags) if hasattr(p, "defer") else add_knob_flags(p)  # numerics.params loads for simulate only
+    p.defer(add_knob_flags) if hasattr(p, "defer") else add_knob_flags(p)  # numerics.stacks.params loads for simulate only
     p.add_argument("--strict", action="store_true",
                    help="error (exit 2) when --gate exceeds the certified gate bound g* (default: a warning)")
     p.add_argument("--no-certificate", dest="certificate", action="store_false",
@@ -82,11 +82,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.experiments.simulate import format_summary, simulate
 
     if args.scale:  # the preset's sizes replace --T, --d, --layers, --heads
-        from numerics.presets import SIZES
+        from numerics.stacks.presets import SIZES
 
         args.T, args.d, args.layers, args.heads = SIZES[args.scale]
     summary = simulate(spec_of(args), strict=args.strict, certificate=args.certificate,

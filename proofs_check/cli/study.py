@@ -53,8 +53,7 @@ def _check(args) -> None:
     if args.depths is not None and (len(set(args.depths)) < 2 or min(args.depths) < 2):
         raise ValueError(f"--depths={args.depths}: at least two distinct depths, each ≥ 2 (a roughness needs two layers)")
     if args.stack is not None:
-        from numerics import checkpoint as ckpt
-
+        from numerics.storage import checkpoint as ckpt
         if not ckpt.exists(args.stack):
             raise ValueError(f"--stack {args.stack}: no checkpoint there (fastslow train or fastslow import-hf writes one)")
 
@@ -62,7 +61,7 @@ def _check(args) -> None:
 def run(args) -> int:
     _check(args)
     if args.stack is not None:
-        from numerics.io import write_json
+        from numerics.storage.io import write_json
         from proofs_check.experiments.depth_study_stack import measure_checkpoint, table
 
         rec = measure_checkpoint(args.stack, windows=args.windows, device=args.device)
@@ -72,8 +71,8 @@ def run(args) -> int:
         return 0
     import os
 
-    from numerics.io import write_json
-    from numerics.training import default_cache_dir
+    from numerics.storage.io import write_json
+    from numerics.text.training import default_cache_dir
     from proofs_check.experiments import depth_study as study
 
     if args.from_record is not None:

@@ -4,7 +4,7 @@
 Exit status: 0 when every task wrote its row; 1 when some task raised after its retries (its row is
 missing, ``--resume`` runs it again); 2 on a bad spec or option (nothing ran); 130 on Ctrl-C (the
 finished rows are kept).  Before anything runs: the spec is validated (its grid at most --max-tasks
-tasks), the options are checked, and --out is claimed and locked (``numerics.outdir``): a folder
+tasks), the options are checked, and --out is claimed and locked (``numerics.storage.outdir``): a folder
 of another command's or of foreign files, or one another sweep is writing, is refused (2).
 """
 
@@ -58,12 +58,12 @@ def run(args) -> int:
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
     if args.figures is not None:
-        from numerics import outdir
+        from numerics.storage import outdir
         from proofs_check.validation import check_output_dir
 
         outdir.check(check_output_dir(args.figures, "--figures"), "sweep", name="--figures")
     spec = sweep_spec.load(args.spec, max_tasks=args.max_tasks)
-    from numerics import outdir
+    from numerics.storage import outdir
     from proofs_check.validation import check_output_dir
 
     out = Path(check_output_dir(args.out if args.out is not None else str(Path("out") / "sweeps" / spec.name),
@@ -88,7 +88,7 @@ def check_scheduler(address: str) -> str:
 
 
 def _sweep(args, spec, out: Path) -> int:
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.sweep.run import run_sweep
     from proofs_check.sweep.store import Store
     from proofs_check.sweep.summary import format_summary, summarise
@@ -115,7 +115,7 @@ def _sweep(args, spec, out: Path) -> int:
     if summary:
         print(format_summary(summary))
     if args.figures and len(df):
-        from numerics import outdir
+        from numerics.storage import outdir
         from proofs_check.sweep.figures import render
 
         with outdir.claim(args.figures, "sweep", name="--figures", lock=False) as folder:

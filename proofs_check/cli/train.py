@@ -58,7 +58,7 @@ def run(args) -> int:
 def _train(args) -> int:
     import torch
 
-    from numerics.corpus import ByteCorpus, unigram_entropy
+    from numerics.text.corpus import ByteCorpus, unigram_entropy
     from proofs_check.experiments.train import TextConfig, train_text
 
     cfg = TextConfig(arch=args.arch or "preln", d=args.d, layers=args.layers, heads=args.heads, T=args.T, P=args.P,
@@ -79,7 +79,7 @@ def _train(args) -> int:
 
 
 def _experiment(args) -> int:
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
     from proofs_check.experiments.text_experiment import SEEDS, format_result, run as run_experiment, write_figure
     from proofs_check.experiments.train import TextConfig
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from numerics.fitting import loglog_fit
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 
 #: parameter groups: name -> function of a layer returning the tensor (products are head-invariant)
 GROUPS = {
@@ -89,9 +89,9 @@ def calibration(depths=DEPTHS, d: int = 16, seed: int = 0) -> dict:
 def measure(base=None, depths=DEPTHS, cache_dir=None, progress: bool = False) -> dict:
     """Train ``base`` (default ``proofs_check.experiments.train.FIGURE``) at each depth (cached checkpoints) and return
     the roughness of the trained weights, their initialisation and the updates, per group and depth."""
-    from numerics import checkpoint as ckpt
-    from numerics.spec import StackSpec
-    from numerics.training import default_cache_dir
+    from numerics.storage import checkpoint as ckpt
+    from numerics.stacks.spec import StackSpec
+    from numerics.text.training import default_cache_dir
     from proofs_check.experiments.train import FIGURE, default_checkpoint
 
     base = base or FIGURE
@@ -161,7 +161,7 @@ def plot(result: dict, out: Path) -> Path:
     """:func:`draw` written to ``out`` (PNG) atomically."""
     import matplotlib.pyplot as plt
 
-    from numerics.io import atomic_path
+    from numerics.storage.io import atomic_path
 
     fig = draw(result)
     with atomic_path(out) as tmp:
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
     p.add_argument("--figure", help="where to write the figure (PNG)")
     p.add_argument("--cache", help="checkpoint cache (default $FASTSLOW_CACHE or out/cache)")
     args = p.parse_args(argv)
-    from numerics.io import write_json
+    from numerics.storage.io import write_json
 
     import datetime
 

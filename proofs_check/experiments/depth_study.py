@@ -211,14 +211,14 @@ def _resources(record: dict) -> list[str]:
 
 
 def _unigram_entropy() -> float:
-    from numerics.corpus import ByteCorpus, unigram_entropy
+    from numerics.text.corpus import ByteCorpus, unigram_entropy
 
     return unigram_entropy(ByteCorpus.load().validation.to(torch.uint8).numpy().tobytes())
 
 
 def write_results(record: dict, doc: Path) -> None:
     """Replace everything from the results header on in ``doc`` with :func:`results_markdown`."""
-    from numerics.io import write_text
+    from numerics.storage.io import write_text
 
     text = Path(doc).read_text()
     head = text.split("\n" + RESULTS_HEADER + "\n", 1)[0]

@@ -28,13 +28,12 @@ def gpt2_byte_ids() -> torch.Tensor:
 
 def held_out_input(tensors: dict, T: int, windows: int, dtype=torch.float64, device: str = "cpu"):
     """(X0 (n, T, d), how the text was tokenised) from the checkpoint's own embedding."""
-    from numerics.checkpoint import CheckpointError
-    from numerics.corpus import ByteCorpus
+    from numerics.storage.checkpoint import CheckpointError
+    from numerics.text.corpus import ByteCorpus
 
     tokens = ByteCorpus.load().validation_windows(T, windows)
     if "outside" in tensors:
-        from numerics import hf_gpt2
-
+        from numerics.storage import hf_gpt2
         outside = {k: v.to(dtype=dtype, device=device) for k, v in tensors["outside"].items()}
         V = outside["embedding.wte"].shape[0]
         if V < 256:
@@ -49,9 +48,9 @@ def held_out_input(tensors: dict, T: int, windows: int, dtype=torch.float64, dev
 def measure_checkpoint(path: str | Path, *, windows: int = 8, probes: int = 8, spectrum_tokens: int = 8,
                        spectrum_windows: int = 4, device: str = "cpu") -> dict:
     """Measures (a)–(c) of docs/depth_study.md on the checkpoint's stack along held-out text (float64)."""
-    from numerics import checkpoint as ckpt
+    from numerics.storage import checkpoint as ckpt
     from numerics.depth_study.cell import _to_cpu_floats, measure_stack
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     tensors, manifest = ckpt.load(path)
     spec = StackSpec.from_dict({**manifest["spec"], "dtype": "float64", "device": device})

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from numerics.spec import DTYPES, StackSpec, build
+from numerics.stacks.spec import DTYPES, StackSpec, build
 from proofs_check.validation import validate_simulate
 
 
@@ -18,7 +18,7 @@ def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memor
     error (max |stack(1x̄ᵀ) − 1x̄_Lᵀ|, which must be at float64 rounding level when
     the gate is 0), and wall times.  With the slow path on (P set) it also holds the
     interval-certified stability margin μ and gate bound g* of the drawn stack
-    (``numerics.stability.gate_certificate``) and a warning when |gate| exceeds the certified
+    (``numerics.families.stability.gate_certificate``) and a warning when |gate| exceeds the certified
     bound or no gate is certified; ``strict=True`` turns that warning into a ValueError.
     ``certificate=False`` skips the certificate; its time is ``seconds['certificate']`` (the
     slow-mode maps and their n·d-square spectral norms: seconds at the CLI's defaults on idle cores,
@@ -26,10 +26,10 @@ def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memor
 
     Every argument is checked before any work (``proofs_check.validation.validate_simulate``),
     including the memory every stage of the run needs (the certificate included, when it runs)
-    against the available memory or ``max_memory`` bytes (``numerics.memory.run_bytes``).
+    against the available memory or ``max_memory`` bytes (``numerics.stacks.memory.run_bytes``).
     """
     if not isinstance(spec, StackSpec):
-        raise TypeError(f"simulate takes a numerics.spec.StackSpec, not {type(spec).__name__}")
+        raise TypeError(f"simulate takes a numerics.stacks.spec.StackSpec, not {type(spec).__name__}")
     validate_simulate(**spec.flat(), dtype=DTYPES[spec.dtype], device=spec.device, batch=batch, strict=strict,
                       max_memory=max_memory, certificate=certificate)
     T, d, P, seed = spec.T, spec.d, spec.P, spec.seed
@@ -77,7 +77,7 @@ def simulate(spec: StackSpec, *, batch: int = 1, strict: bool = False, max_memor
 
 def _gate_check(stack, gate: float, strict: bool, summary: dict, progress: bool = True) -> None:
     """Certify g* for the drawn stack (Claim 5.1) and warn (or, strict, fail) past it."""
-    from numerics.stability import AUTOGRAD_LIMIT, gate_certificate, resolve_method
+    from numerics.families.stability import AUTOGRAD_LIMIT, gate_certificate, resolve_method
     from proofs_check.progress import steps
 
     cfg = stack.config

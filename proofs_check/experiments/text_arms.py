@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from numerics.stack import SlowPath
+from numerics.stacks.stack import SlowPath
 
 ARMS = ("coupled", "capacity", "frozen")
 
@@ -60,8 +60,8 @@ def capacity_matched(model: nn.Module) -> nn.Module:
 
 def build_model(cfg, arm: str) -> nn.Module:
     """The language model of ``cfg`` (a ``TextConfig``, hierarchical) for one arm, at init."""
-    from numerics.corpus import VOCAB
-    from numerics.training import LanguageModel
+    from numerics.text.corpus import VOCAB
+    from numerics.text.training import LanguageModel
 
     if arm not in ARMS:
         raise ValueError(f"arm={arm!r} is not one of {', '.join(ARMS)}")
@@ -81,9 +81,9 @@ def train_arm(cfg, arm: str, out: str | Path, *, threads: int = 1, progress: boo
     The data, schedule and validation are ``fastslow train``'s (``proofs_check.experiments.train``)."""
     from dataclasses import replace
 
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus
-    from numerics.training import batch_seed, fit, torch_threads
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus
+    from numerics.text.training import batch_seed, fit, torch_threads
 
     cfg = replace(cfg, freeze_gates=arm == "frozen")
     corpus = ByteCorpus.load()

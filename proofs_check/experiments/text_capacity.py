@@ -28,7 +28,7 @@ KEY_MODULES = MODULES + ("proofs_check.experiments.text_arms",)
 
 
 def capacity_key(cfg, seeds) -> str:
-    from numerics.training import source_key
+    from numerics.text.training import source_key
 
     return source_key(KEY_MODULES, {"config": cfg.as_dict(), "seeds": list(seeds), "arms": list(RUN_ARMS)})
 

@@ -220,7 +220,7 @@ def write_figure(record: dict, recorded: dict, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from numerics.io import atomic_path
+    from numerics.storage.io import atomic_path
 
     s = record["summary"]
     runs = {(r["seed"], r["arm"]): r["final_eval_loss"] for r in recorded["runs"]}

@@ -1,6 +1,6 @@
 """Claim 7.3 on text: does the slow path's gate open, and does it lower the loss, on real text?
 
-Arms, on the bytes of the CPython documentation (``numerics.corpus``): the hierarchical stack of
+Arms, on the bytes of the CPython documentation (``numerics.text.corpus``): the hierarchical stack of
 docs/theory.md §0 (causal fast path over every earlier byte, slow path over block means of P
 bytes, zero-initialised gates) with its gates learnt (``coupled``), and the same stack with every
 gate frozen at 0 (``frozen``: the fast-only model).  At g = 0 the slow path is computed and adds
@@ -15,7 +15,7 @@ means carry no information the fast path cannot reach: a loss gain is allowed, n
 (a second route to the same information can speed learning or cost capacity).  The paper's v1
 reports a neutral result at about 500k tokens.
 
-Decision rule (Claim 7.3's, ``numerics.training.paired_gap``): gap = mean over seeds of
+Decision rule (Claim 7.3's, ``numerics.text.training.paired_gap``): gap = mean over seeds of
 loss(frozen) − loss(coupled) on the validation windows, crit = √((t·se_seed)² + (Z·se_eval)²);
 *helps* when gap > crit, *hurts* when gap < −crit, else *neutral*.  The gate *opens* when some
 layer's learnt gate ends, in every seed, with the same sign and |g| above a tenth of the largest
@@ -42,7 +42,7 @@ RECORDED = Path(__file__).resolve().parents[2] / "docs" / "trained" / "text-7.3.
 #: The 3-seed run the power analysis (:data:`POWER_ANALYSIS`) was computed from.
 PILOT = RECORDED.with_name("text-7.3-pilot.json")
 #: The modules the runs execute (their imports followed): the key of a run's folder and of the record.
-MODULES = ("numerics.training", "numerics.corpus", "numerics.checkpoint", "numerics.spec", "proofs_check.experiments.train")
+MODULES = ("numerics.text.training", "numerics.text.corpus", "numerics.storage.checkpoint", "numerics.stacks.spec", "proofs_check.experiments.train")
 
 PREDICTION = ("Claim 7.3 needs blocks with no shared structure; text shares structure across blocks, so "
               "∂R/∂g at g = 0 is not forced to 0 and the gate may open. The fast path attends to every earlier "
@@ -58,7 +58,7 @@ def run_config(cfg: TextConfig, arm: str, seed: int) -> TextConfig:
 
 def experiment_key(cfg: TextConfig, seeds) -> str:
     """The source key of the experiment: every source file its runs execute, torch, and the settings."""
-    from numerics.training import source_key
+    from numerics.text.training import source_key
 
     return source_key(MODULES, {"config": cfg.as_dict(), "seeds": list(seeds)})
 
@@ -116,7 +116,7 @@ def summarise(result: dict) -> dict:
     """The paired gap with its interval and verdict, and whether the gate opens (module docstring)."""
     import torch
 
-    from numerics.training import paired_gap
+    from numerics.text.training import paired_gap
 
     runs = {arm: sorted((r for r in result["runs"] if r["arm"] == arm), key=lambda r: r["seed"]) for arm in ARMS}
     per_seq = {arm: torch.tensor([r["final_eval_per_seq"] for r in runs[arm]], dtype=torch.float64, device="cpu") for arm in ARMS}  # host: Python floats from the runs
@@ -224,7 +224,7 @@ def write_figure(result: dict, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from numerics.io import atomic_path
+    from numerics.storage.io import atomic_path
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for arm, color in zip(ARMS, ("C0", "C7")):
@@ -296,7 +296,7 @@ def report_section(result: dict | None, figures_dir: Path) -> list[str]:
 
 def figure_lines(image: Path, title: str, figures_dir: Path) -> list[str]:
     """A committed figure copied into the report's ``figures/trained/`` and its Markdown line (none when absent)."""
-    from numerics.io import write_bytes
+    from numerics.storage.io import write_bytes
 
     if not image.exists():
         return []

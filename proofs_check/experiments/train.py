@@ -1,11 +1,11 @@
 """``fastslow train``: train the stack of docs/theory.md §0 on the CPython documentation text.
 
-The model is ``numerics.training.LanguageModel``: byte embedding -> the untied stack
+The model is ``numerics.text.training.LanguageModel``: byte embedding -> the untied stack
 (``StackSpec(..., kernel="causal")``; ``hierarchical`` adds the slow block-mean path of
 block length P with its zero-initialised gates) -> LN -> head.  The trainer is
-``numerics.training.fit`` (AdamW, cosine schedule, clipping, validation every
+``numerics.text.training.fit`` (AdamW, cosine schedule, clipping, validation every
 ``eval_every`` steps), the one Claim 7.3 uses, and the checkpoint is its folder format
-(``numerics.checkpoint``).  The manifest adds what ``fastslow check --stack`` needs: the
+(``numerics.storage.checkpoint``).  The manifest adds what ``fastslow check --stack`` needs: the
 stack's spec, the corpus's sha256 and unigram entropy, and the package and git versions.
 """
 
@@ -76,7 +76,7 @@ class TextConfig:
         return max(1, math.ceil(self.tokens / (self.batch * self.T)))
 
     def optimiser(self):
-        from numerics.training import Optimiser
+        from numerics.text.training import Optimiser
 
         return Optimiser(steps=self.steps, lr=self.lr, gate_lr=self.lr, weight_decay=self.weight_decay,
                          warmup=min(self.steps - 1, int(self.warmup_fraction * self.steps)), clip=self.clip,
@@ -84,7 +84,7 @@ class TextConfig:
 
     def spec(self, device: str = "cpu"):
         """The stack as a StackSpec (the one ``fastslow check --stack`` rebuilds)."""
-        from numerics.spec import StackSpec
+        from numerics.stacks.spec import StackSpec
 
         return StackSpec(T=self.T, d=self.d, layers=self.layers, heads=self.heads, kernel="causal",
                          P=self.P if self.arch == "hierarchical" else None, arch="preln", seed=self.seed,
@@ -119,11 +119,11 @@ def package_version() -> str:
 
 
 def training_estimate(cfg: TextConfig) -> int:
-    """Estimated peak bytes of training ``cfg`` (``numerics.memory.training_bytes``)."""
+    """Estimated peak bytes of training ``cfg`` (``numerics.stacks.memory.training_bytes``)."""
     import torch
 
-    from numerics.corpus import VOCAB
-    from numerics.memory import training_bytes
+    from numerics.text.corpus import VOCAB
+    from numerics.stacks.memory import training_bytes
 
     return training_bytes(cfg.T, cfg.d, cfg.layers, cfg.heads, cfg.P if cfg.arch == "hierarchical" else None,
                           batch=cfg.batch, vocab=VOCAB, eval_batch=cfg.eval_windows,
@@ -132,7 +132,7 @@ def training_estimate(cfg: TextConfig) -> int:
 
 def check_training_fits(cfg: TextConfig, device: str = "cpu", copies: int = 1) -> None:
     """Refuse, before any work, a training run (``copies`` at once) that does not fit in memory."""
-    from numerics.memory import check_fits
+    from numerics.stacks.memory import check_fits
 
     what = (f"training with --batch={cfg.batch} --T={cfg.T} --d={cfg.d} --layers={cfg.layers} --heads={cfg.heads}"
             + (f" in {copies} processes" if copies > 1 else ""))
@@ -147,11 +147,10 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
                threads: int | None = None, monitor=None) -> dict:
     """Train (or resume) ``cfg`` into the checkpoint folder ``out``; return its manifest.  ``threads``
     (default: torch's setting, i.e. OMP_NUM_THREADS) intra-op threads; the CPU result is
-    bit-reproducible for a fixed thread count.  ``monitor``: see ``numerics.training.fit``.
-    The folder is claimed before any work (``numerics.checkpoint.claim``): a folder holding
+    bit-reproducible for a fixed thread count.  ``monitor``: see ``numerics.text.training.fit``.
+    The folder is claimed before any work (``numerics.storage.checkpoint.claim``): a folder holding
     files that are not this checkpoint's is refused (InvalidInput naming ``--out``)."""
-    from numerics import checkpoint as ckpt
-
+    from numerics.storage import checkpoint as ckpt
     check_training_fits(cfg, device)
     with ckpt.claim(out, name="--out"):
         return _train_text(cfg, out, device=device, progress=progress, stop_after=stop_after,
@@ -161,9 +160,9 @@ def train_text(cfg: TextConfig, out: str | Path, *, device: str = "cpu", progres
 def _train_text(cfg: TextConfig, out, *, device, progress, stop_after, checkpoint_every, threads, monitor) -> dict:
     import torch
 
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus, VOCAB, unigram_entropy
-    from numerics.training import LanguageModel, batch_seed, fit, torch_threads
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus, VOCAB, unigram_entropy
+    from numerics.text.training import LanguageModel, batch_seed, fit, torch_threads
 
     corpus = ByteCorpus.load()
     spec = cfg.spec(device)
@@ -192,11 +191,11 @@ def default_checkpoint(cache_dir: str | Path, progress: bool = False, cfg: TextC
     """A cached trained stack (default :data:`SMALL`, the matrix's ``trained`` column): trained on
     first use, then reused.  Its folder is keyed like Claim 7.3's runs (every source file the
     trainer imports, the torch version and the config), so an edit of the code trains it afresh."""
-    from numerics import checkpoint as ckpt
-    from numerics.training import source_key
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.training import source_key
 
     cfg = cfg or SMALL
-    key = source_key(("numerics.training", "numerics.corpus", "numerics.checkpoint", "numerics.spec",
+    key = source_key(("numerics.text.training", "numerics.text.corpus", "numerics.storage.checkpoint", "numerics.stacks.spec",
                       "proofs_check.experiments.train"), cfg.as_dict())
     out = Path(cache_dir) / "trained_stacks" / f"{cfg.label()}-{key}"
     manifest = ckpt.read_manifest(out) if ckpt.exists(out) else None

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 #: The mutated files and the fast test subset of `fastslow mutate`.
-DEFAULT_PATHS = ("numerics/stack.py", "numerics/kernels.py", "numerics/generated/*.py")
+DEFAULT_PATHS = ("numerics/stacks/stack.py", "numerics/stacks/kernels.py", "numerics/generated/*.py")
 DEFAULT_TESTS = ("tests/test_stack.py", "tests/test_stack_contract.py", "tests/test_code_mutants_kills.py",
                  "tests/test_stack_behaviour.py")
 #: The issue's target for the code mutation score (numerics/generated/ and the stack).

@@ -5,13 +5,13 @@ Writes into ``out``: ``figures/*.png|pdf``, ``ledger.json``, ``claims_summary.md
 and keeps the training experiment's curves in ``out/cache`` so a rerun reuses them.
 ``derive --check`` always derives afresh from the sources (the cache only speeds up ``derive``).
 
-Before any work the output folder is claimed (``numerics.outdir``: it must be new, empty or
+Before any work the output folder is claimed (``numerics.storage.outdir``: it must be new, empty or
 reproduce's own; a folder holding files reproduce did not write is refused, exit 2, and nothing
 in it is touched), the folder is locked against a second run, the atomic writer's temporaries
 that a killed earlier run left in it are removed, and ``numerics/generated/`` is
 checked against the hashes its derivations recorded (``proofs_check.integrity``): drift
 refuses the run (1) unless ``allow_drift``, and an override is printed in the ledger and the report.
-Every file is written through ``numerics.io``.
+Every file is written through ``numerics.storage.io``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from numerics.io import write_bytes, write_json, write_text
+from numerics.storage.io import write_bytes, write_json, write_text
 from proofs_check.report.provenance import ROOT, recorded, stamp, this_run
 from proofs_check.tables import bold, code as code_span, markdown_table
 
@@ -29,7 +29,7 @@ INPUTS = ("mutation.json",)
 
 def reproduce(out: Path, quick: bool = False, device: str = "cpu", allow_drift: bool = False) -> int:
     """Run everything; return 0 when the derivations match and no claim failed."""
-    from numerics import outdir
+    from numerics.storage import outdir
     from proofs_check.validation import check_output_dir
 
     with outdir.claim(check_output_dir(out), "reproduce", inputs=INPUTS) as folder:

@@ -142,8 +142,8 @@ def run_stack_checks(checkpoint: str, claim_ids: list[str] | None = None, *, dev
     """
     from tqdm import tqdm
 
-    from numerics import checkpoint as ckpt
-    from numerics.spec import StackSpec
+    from numerics.storage import checkpoint as ckpt
+    from numerics.stacks.spec import StackSpec
     manifest = ckpt.read_manifest(checkpoint)
     if "spec" not in manifest:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint}: the manifest has no 'spec' (not a fastslow train "

@@ -12,7 +12,7 @@
   the dense Jacobian of the same toy stack, and the enclosures a form reports (5.1's μ, g*) against the
   dense form's certificate; a number outside its tolerance (float64 rounding × condition number) refuses
   the claim, so a mistake the form shares with its own guard is refused by ``fastslow check`` too.
-- **The GPT-2 weight mapping** (claim 2.1, the GPT-2 block case): ``numerics.hf_gpt2`` on built-in tiny
+- **The GPT-2 weight mapping** (claim 2.1, the GPT-2 block case): ``numerics.storage.hf_gpt2`` on built-in tiny
   checkpoints against an independent GPT-2 forward (``proofs_check.claims.hf_mapping``).
 
 Each cross-check returns a record {name, status, max_error, tolerance, detail, seconds}; the ledger entry keeps
@@ -39,7 +39,7 @@ _TOY_RUNS: dict = {}
 def toy_scale_form(claim_id: str, ctx) -> dict:
     """The claim's matrix-free form on the toy preset, as ``check --scale toy`` runs it; its run (the stacks
     and derivatives it computed) and entry are kept for :func:`toy_scale_vs_dense`."""
-    from numerics.training import torch_threads
+    from numerics.text.training import torch_threads
     from proofs_check.runners.scale import run_scale_claim
     from proofs_check.verdicts.scale_run import ScaleRun
 
@@ -60,7 +60,7 @@ def toy_scale_form(claim_id: str, ctx) -> dict:
 def toy_scale_vs_dense(claim_id: str, ctx) -> dict:
     """Each number the toy form computed against the dense route on the same stacks
     (``proofs_check.runners.scale_dense``): a mistake the form shares with its own guard is refused here."""
-    from numerics.training import torch_threads
+    from numerics.text.training import torch_threads
     from proofs_check.runners.scale_dense import scale_vs_dense
 
     run, entry = _TOY_RUNS.pop(claim_id)

@@ -35,7 +35,7 @@ import sympy
 from tqdm import tqdm
 
 from proofs_check import integrity
-from numerics.io import write_text
+from numerics.storage.io import write_text
 
 import theory
 from theory import codegen

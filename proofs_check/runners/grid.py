@@ -8,7 +8,7 @@ summary, no evidence either way; ``fastslow grid`` then exits non-zero) —
 ``proofs_check.verdicts.vocabulary.StackVerdict``.  The ``preln`` column is the ledger
 (``proofs_check.runners.ledger.run_claim``); every other cell is the claim's own evaluation
 (``proofs_check.verdicts.on_stack``, registered in the claim's family module) on the variants of
-``numerics.architectures`` at small sizes (T = 4..6, d = 4, float64).  This module holds
+``numerics.stacks.architectures`` at small sizes (T = 4..6, d = 4, float64).  This module holds
 only the grid and its formatting.
 
 Sizes are tiny on purpose: every statement checked here is structural (exact identities
@@ -78,7 +78,7 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
     names it) is each on-stack claim on the small pre-LN stack trained on text
     (``proofs_check.experiments.train.default_checkpoint``, trained on first use and cached).
     """
-    from numerics.architectures import ARCHS, check_arch
+    from numerics.stacks.architectures import ARCHS, check_arch
 
     if trained is None:
         trained = only_arch is None or "trained" in only_arch
@@ -118,9 +118,9 @@ def run_matrix(*, quick: bool = True, only_arch: list[str] | None = None, claims
 
 def trained_cells(ids: list[str], ctx: CheckContext, cache_dir: str | None, progress: bool) -> list[dict]:
     """The ``trained`` column: each claim's on-stack evaluation on the default trained stack."""
-    from numerics import checkpoint as ckpt
-    from numerics.spec import StackSpec
-    from numerics.training import default_cache_dir
+    from numerics.storage import checkpoint as ckpt
+    from numerics.stacks.spec import StackSpec
+    from numerics.text.training import default_cache_dir
     from proofs_check.verdicts.registry import get
     from proofs_check.experiments.train import default_checkpoint
 

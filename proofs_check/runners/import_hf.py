@@ -1,8 +1,8 @@
 """``fastslow import-hf PATH --out DIR``: a local Hugging Face GPT-2 checkpoint as a fastslow checkpoint.
 
 PATH is a folder holding config.json and model.safetensors or pytorch_model.bin (what
-``save_pretrained`` writes); nothing is downloaded.  The mapping is ``numerics.hf_gpt2``.  The
-result is the checkpoint format of ``fastslow train`` (``numerics.checkpoint``): manifest.json
+``save_pretrained`` writes); nothing is downloaded.  The mapping is ``numerics.storage.hf_gpt2``.  The
+result is the checkpoint format of ``fastslow train`` (``numerics.storage.checkpoint``): manifest.json
 (kind ``hf-gpt2``, the HF config, the stack's spec, the source files' sha256) and
 weights-00000000.pt holding the stack's state dict under ``model`` (float64) and the embedding
 and readout (wte, wpe, ln_f, head) under ``outside``, so that ``fastslow check --stack DIR`` runs
@@ -11,12 +11,12 @@ every on-stack claim on GPT-2's weights.
 Before anything is written the imported stack is held against GPT-2's own forward pass when
 ``transformers`` is installed (the ``[hf]`` extra): HF's ``output_hidden_states`` in float64 with
 eager attention, at a seeded random token sequence, layer by layer, within the float64 bound of
-``numerics.hf_gpt2.hidden_state_tolerance``; the measured errors go into the manifest.
+``numerics.storage.hf_gpt2.hidden_state_tolerance``; the measured errors go into the manifest.
 
 Bad input — a missing or corrupt file, another model type, a refused option, a tensor of the wrong
 shape, an output folder holding something this command did not write — exits 2 naming the file
 and the field, before any file is written.  The output folder is claimed and locked
-(``numerics.checkpoint.claim``) from the check against transformers to the save, so a second import
+(``numerics.storage.checkpoint.claim``) from the check against transformers to the save, so a second import
 into the same folder is refused (exit 2) instead of both succeeding.
 """
 
@@ -48,8 +48,7 @@ def agreement(stack, outside: dict, ln_eps: float, hidden, tokens) -> dict:
     ln_f(X_L) against HF's last hidden state (HF applies ln_f to it)."""
     import torch
 
-    from numerics import hf_gpt2
-
+    from numerics.storage import hf_gpt2
     with torch.no_grad():
         traj = stack.trajectory(hf_gpt2.embed(outside, tokens))
         ours = torch.cat([traj[:-1], hf_gpt2.final_norm(outside, traj[-1:], ln_eps)])
@@ -62,9 +61,9 @@ def agreement(stack, outside: dict, ln_eps: float, hidden, tokens) -> dict:
 
 def check_out(out: Path) -> None:
     """Refuse an output folder that holds anything but an earlier import (never overwrite another run)."""
-    from numerics import checkpoint as ckpt
-    from numerics import outdir
-    from numerics.io import is_own_temp
+    from numerics.storage import checkpoint as ckpt
+    from numerics.storage import outdir
+    from numerics.storage.io import is_own_temp
 
     if not out.is_dir() or not [e for e in out.iterdir() if e.name not in (outdir.MARKER, outdir.LOCK)
                                 and not is_own_temp(e)]:
@@ -80,9 +79,8 @@ def check_out(out: Path) -> None:
 
 def import_hf(path: str | Path, out: str | Path, T: int | None = None, verify: bool = True) -> dict:
     """Import the GPT-2 checkpoint folder ``path`` into the fastslow checkpoint ``out``; return the manifest."""
-    from numerics import checkpoint as ckpt
-    from numerics import hf_gpt2
-
+    from numerics.storage import checkpoint as ckpt
+    from numerics.storage import hf_gpt2
     folder, out = Path(path), Path(out)
     if not folder.is_dir():
         raise hf_gpt2.HFImportError(f"PATH {folder}: not a folder (a Hugging Face checkpoint folder: config.json "
@@ -100,8 +98,8 @@ def import_hf(path: str | Path, out: str | Path, T: int | None = None, verify: b
 def _verify_and_save(folder, out, config, wfile, spec, stack, outside, verify) -> dict:
     import torch
 
-    from numerics import checkpoint as ckpt
-    from numerics import hf_gpt2
+    from numerics.storage import checkpoint as ckpt
+    from numerics.storage import hf_gpt2
     from proofs_check.experiments.train import git_hash, package_version
 
     check = None

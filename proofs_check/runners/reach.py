@@ -1,6 +1,6 @@
 """Reach of the reference claims: their predictions measured at the inputs text produces.
 
-Claims 2.1–2.4 are identities at 1x̄ᵀ.  ``numerics.reach`` expands each one's departure in the
+Claims 2.1–2.4 are identities at 1x̄ᵀ.  ``numerics.text.reach`` expands each one's departure in the
 token spread s and predicts it from derivatives at the reference alone: the factorised form's
 relative error on J·V is c₁ s (exponent 1), the Q/K weights' share of the output's parameter
 derivative is c₂ s² (exponent 2) and of the Jacobian's c s (exponent 1).  This module checks
@@ -21,9 +21,9 @@ import math
 
 import torch
 
-from numerics import matrix_free as mf
-from numerics import reach as R
-from numerics import weight_visibility as WV
+from numerics.linearised import matrix_free as mf
+from numerics.text import reach as R
+from numerics.families import weight_visibility as WV
 from numerics.fitting import loglog_fit
 
 #: spreads of the sweep (the text's own spread is added)
@@ -50,7 +50,7 @@ def exponent_check(name: str, ex: R.Expansion, measure, rounding: float, points:
 
     Tolerances: slope |fitted − p| ≤ κ̄ t(s_max) + p s_max²/(1 − s_max²) (``Expansion.slope_tolerance``) plus the
     rounding floor's slope effect 2γ/(r(s_min) ln(s_max/s_min)); coefficient |r(s_min)/(c s_minᵖ) − 1| ≤ κ̄ t(s_min)
-    + γ/r(s_min), γ the dot-product rounding bound of ``numerics.matrix_free.rounding_tolerance``.  ``points``
+    + γ/r(s_min), γ the dot-product rounding bound of ``numerics.linearised.matrix_free.rounding_tolerance``.  ``points``
     spreads on the window (fewer where each measurement is a GPT-2-size jvp)."""
     window = fit_window(ex, points)
     values = [measure(s) for s in window]
@@ -88,7 +88,7 @@ def wrong_reference_control(stack, xbar, direction, V, ex: R.Expansion, rounding
 
 def text_inputs(stack, embed: torch.Tensor, windows: int) -> torch.Tensor:
     """``windows`` validation windows of the shipped text, embedded: (windows, T, d), float64."""
-    from numerics.corpus import ByteCorpus
+    from numerics.text.corpus import ByteCorpus
 
     tokens = ByteCorpus.load().validation_windows(stack.config.T, windows)
     return embed.to(torch.float64)[tokens]
@@ -160,8 +160,8 @@ def reach_on_stack(label: str, stack, X: torch.Tensor, seed: int = 0, grid=SPREA
 
 def quotient_entry(stack, xbar) -> dict:
     """3.1's ρ at the text's reference: stated (1_d kept), with 1_d quotiented out, and the radial direction's
-    ε-term that keeps the quotient ≥ 1 (``numerics.saturation_quotient``)."""
-    from numerics.saturation_quotient import quotient_saturation
+    ε-term that keeps the quotient ≥ 1 (``numerics.families.saturation_quotient``)."""
+    from numerics.families.saturation_quotient import quotient_saturation
 
     q = quotient_saturation(stack, xbar)
     return {"rho": q.rho, "rho_bar": q.rho_bar, "per_layer_rho_bar_min": float(q.per_layer_rho_bar.min()),
@@ -170,7 +170,7 @@ def quotient_entry(stack, xbar) -> dict:
 
 
 def weight_checks(stack, xbar, direction, gamma: float, seed: int) -> dict:
-    """4.1 as weight perturbations (``numerics.weight_visibility``): at 1x̄ᵀ an invisible weight direction (not
+    """4.1 as weight perturbations (``numerics.families.weight_visibility``): at 1x̄ᵀ an invisible weight direction (not
     W_Q, W_K) moves x̄_L at order 2, the top visible one at order 1 with coefficient σ₁/‖x̄_L‖; off the reference
     the invisible direction's share of ∂X_L is order 1 in s.  Each by ``exponent_check`` against its expansion
     (in the weights, ε = t(s); in the input, along the text direction)."""
@@ -202,7 +202,7 @@ def weight_checks(stack, xbar, direction, gamma: float, seed: int) -> dict:
 
 
 def nv_persistent_vector(stack):
-    from numerics.visibility import persistent_vector
+    from numerics.families.visibility import persistent_vector
 
     return persistent_vector(stack)
 
@@ -210,10 +210,10 @@ def nv_persistent_vector(stack):
 def reach_stacks(ctx, cfg=None, windows: int = WINDOWS) -> list[tuple[str, object, torch.Tensor]]:
     """(label, stack, embedded text windows) for the causal pre-LN stack ``cfg`` (default
     ``proofs_check.experiments.train.SMALL``) at its random initialisation and trained on the shipped text."""
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import VOCAB
-    from numerics.spec import StackSpec
-    from numerics.training import LanguageModel, cache_dir_for
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import VOCAB
+    from numerics.stacks.spec import StackSpec
+    from numerics.text.training import LanguageModel, cache_dir_for
     from proofs_check.experiments.train import SMALL, default_checkpoint
 
     path = default_checkpoint(cache_dir_for(ctx), cfg=cfg or SMALL)
@@ -233,8 +233,8 @@ def coarse_reach(init, X: torch.Tensor, P: int, seed: int = 0, grid=SPREAD_GRID)
     """3.2(a) off the reference on the random stack's sizes with the full and block kernels (where the identity
     ΠJ(I − Q) = 0 holds at 1x̄ᵀ), along the text direction: order 1 in s, checked like the others.  Control:
     the causal kernel misses already at s = 0, by ‖ΠJ_fact(I − Q)V‖/‖J_fact V‖ (factorised route, no jvp)."""
-    from numerics.coarse_graining import pooling
-    from numerics.spec import StackSpec
+    from numerics.families.coarse_graining import pooling
+    from numerics.stacks.spec import StackSpec
 
     cfg = init.config
     V, xbar, direction, s_text, gamma = _along_text(cfg, X, probe_seed=seed + 17)
@@ -262,12 +262,12 @@ def coarse_reach(init, X: torch.Tensor, P: int, seed: int = 0, grid=SPREAD_GRID)
 
 
 def loss_gate_reach(init, X: torch.Tensor, P: int, seed: int = 0, grid=SPREAD_GRID) -> dict:
-    """4.2 in the per-token loss off the reference (``numerics.loss_visibility``): the hierarchical causal stack
+    """4.2 in the per-token loss off the reference (``numerics.families.loss_visibility``): the hierarchical causal stack
     of ``init``'s sizes (blocks of P, gate 0), a random readout, along the text direction.  Prediction made at
     1x̄ᵀ: ∂ℓ_t/∂g_ℓ by the factorised form; its relative error off the reference is order 1 in s (checked like
     the others), and block 0's derivatives stay exactly 0 at every spread (causal fast kernel, shifted slow path)."""
-    from numerics import loss_visibility as lv
-    from numerics.spec import StackSpec
+    from numerics.families import loss_visibility as lv
+    from numerics.stacks.spec import StackSpec
 
     cfg = init.config
     st = StackSpec(T=cfg.T, d=cfg.d, layers=cfg.layers, heads=cfg.heads, kernel="causal", P=P, seed=cfg.seed).build()
@@ -305,7 +305,7 @@ def run(ctx) -> dict:
     and a 4-point sweep, without 3.2(a)."""
     smoke = getattr(ctx, "smoke", False)
     windows, grid = (1, SPREAD_GRID[::3]) if smoke else (WINDOWS, SPREAD_GRID)
-    from numerics.training import torch_threads
+    from numerics.text.training import torch_threads
 
     with torch_threads(1):  # small forward-mode passes: one thread is fastest and independent of the caller
         sources = reach_stacks(ctx, windows=windows)

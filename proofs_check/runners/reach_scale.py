@@ -1,12 +1,12 @@
 """Reach of 2.1/2.3 at pretraining size: the factorised J·V against jvp off the reference, matrix-free.
 
-The stack is a scale preset (``numerics.presets``: random causal pre-LN weights, e.g. GPT-2 small,
+The stack is a scale preset (``numerics.stacks.presets``: random causal pre-LN weights, e.g. GPT-2 small,
 T = 1024, d = 768, 12 layers).  J_fact = Σ_m A^m ⊗ K_m is applied matrix-free
-(``numerics.matrix_free.JacobianAction``, O(L T d²) per probe); the true action is
-``torch.func.jvp`` of the stack at X = 1x̄ᵀ + tÊ with spread s (``numerics.reach``).
+(``numerics.linearised.matrix_free.JacobianAction``, O(L T d²) per probe); the true action is
+``torch.func.jvp`` of the stack at X = 1x̄ᵀ + tÊ with spread s (``numerics.text.reach``).
 
 The prediction is made at the reference alone, before any off-reference measurement: one
-triple-nested jvp (``numerics.reach.factorised_taylor``) gives J₀V, D²f[Ê, V] and D³f[Ê, Ê, V], hence
+triple-nested jvp (``numerics.text.reach.factorised_taylor``) gives J₀V, D²f[Ê, V] and D³f[Ê, Ê, V], hence
 the exponent 1, the coefficient c₁ and the bound κ̄ on the slope's first-order departure.  The check is
 the toy ledger's (``proofs_check.runners.reach.exponent_check``) on a window of ``WINDOW_POINTS`` spreads
 whose top keeps κ̄ t ≤ 0.01: |fitted slope − 1| and |measured/predicted c₁ − 1| within their derived
@@ -25,9 +25,8 @@ from pathlib import Path
 
 import torch
 
-from numerics import matrix_free as mf
-from numerics import reach as R
-
+from numerics.linearised import matrix_free as mf
+from numerics.text import reach as R
 #: spreads on the fit window (each one jvp of the whole stack)
 WINDOW_POINTS = 2
 #: the spread of the shipped text embedded by the imported GPT-2 (wte + wpe, T = 64; text_spread of
@@ -38,7 +37,7 @@ SWEEP = (0.1, TEXT_SPREAD)
 
 def scale_reach(preset_name: str, *, probes: int = 1, seed: int = 0, sweep=SWEEP, progress: bool = True) -> dict:
     """Prediction at 1x̄ᵀ, the window check of exponent and coefficient, and e(s) on ``sweep`` (float64, CPU)."""
-    from numerics.presets import preset
+    from numerics.stacks.presets import preset
     from proofs_check.progress import track
     from proofs_check.runners.reach import exponent_check
 
@@ -93,7 +92,7 @@ def render(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from numerics.io import write_bytes
+    from numerics.storage.io import write_bytes
 
     rows = result["curve"]
     xs = [r["s"] for r in rows]
@@ -122,8 +121,8 @@ def render(result: dict, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from numerics.presets import PRESET_NAMES
-    from numerics.io import write_json
+    from numerics.stacks.presets import PRESET_NAMES
+    from numerics.storage.io import write_json
     from proofs_check.experiments.train import git_hash
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

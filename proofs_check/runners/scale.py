@@ -2,7 +2,7 @@
 
 A claim's matrix-free form is registered on its ``Claim`` (``proofs_check.verdicts.registry.matrix_free``) beside
 its dense form, and runs on a :class:`proofs_check.verdicts.scale_run.ScaleRun`: the preset's stack
-(``numerics.presets``) and the stack variants derived from it at the same T, d, L and heads.  A claim
+(``numerics.stacks.presets``) and the stack variants derived from it at the same T, d, L and heads.  A claim
 without one is *skipped* with the reason its registration gives (``registry.no_matrix_free``).  Entries are
 shaped like the ledger's (``proofs_check.runners.check.format_table`` prints them) and record the stack's
 size, the error there and the claim's seconds and peak memory.

@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from numerics import matrix_free as mf
+from numerics.linearised import matrix_free as mf
 from proofs_check.verdicts.run_scope import shared
 
 
@@ -165,8 +165,7 @@ def _certificate_rows(claim_id: str, run, table: list[dict]) -> list[dict]:
     reported = {r["quantity"]: r for r in table if "quantity" in r}
     if claim_id != "5.1" or "g*" not in reported:
         return []
-    from numerics import stability as ns
-
+    from numerics.families import stability as ns
     cert = ns.gate_certificate(ns.at_zero_gate(run.stack("contractive")))
     e = cert.enclosure
     rows = []

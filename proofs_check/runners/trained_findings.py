@@ -27,7 +27,7 @@ def findings(matrix_json: dict) -> dict | None:
 
 def _unigram_entropy() -> float:
     """The validation text's unigram entropy (nats/byte): the loss of a model that ignores context."""
-    from numerics.corpus import ByteCorpus, unigram_entropy
+    from numerics.text.corpus import ByteCorpus, unigram_entropy
     import torch
 
     return unigram_entropy(ByteCorpus.load().validation.to(torch.uint8).numpy().tobytes())

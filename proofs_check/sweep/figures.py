@@ -80,8 +80,8 @@ def _slices(df, sweep, fig):
 
 
 def _save(fig, path: Path) -> None:
-    """Through the project's atomic writer (``numerics.io.atomic_path``)."""
-    from numerics.io import atomic_path
+    """Through the project's atomic writer (``numerics.storage.io.atomic_path``)."""
+    from numerics.storage.io import atomic_path
 
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=130, bbox_inches="tight")

@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from numerics.params import KNOBS
-from numerics.spec import StackSpec
-from numerics.stack import StackConfig, validate_config
+from numerics.stacks.params import KNOBS
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import StackConfig, validate_config
 
 
 @dataclass(frozen=True)
@@ -138,8 +138,8 @@ def grid_size(sweep) -> int:
 def check_grid(spec) -> None:
     """Every grid point's stack configuration must be valid (checked without building a stack);
     ValueError naming the sweep, the point and the parameter.  The architecture's options are
-    checked too (``numerics.architectures.resolve_options``)."""
-    from numerics.architectures import resolve_options
+    checked too (``numerics.stacks.architectures.resolve_options``)."""
+    from numerics.stacks.architectures import resolve_options
 
     for sweep in spec.sweeps:
         checked = set()
@@ -158,7 +158,7 @@ def check_grid(spec) -> None:
 
 
 def scale_presets() -> dict:
-    """The scale presets (``numerics.presets``) by name, as ``StackSpec``s."""
-    from numerics.presets import PRESET_NAMES, preset
+    """The scale presets (``numerics.stacks.presets``) by name, as ``StackSpec``s."""
+    from numerics.stacks.presets import PRESET_NAMES, preset
 
     return {name: preset(name) for name in PRESET_NAMES}

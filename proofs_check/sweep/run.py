@@ -52,7 +52,7 @@ def _prepare_worker(claim: str) -> None:
 
 def evaluate_task(task: dict) -> dict:
     """Run one task on a worker: the claim's verdict on the task's stack, as a row."""
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
     from proofs_check.verdicts.evidence import CheckContext
     from proofs_check.verdicts.registry import evaluate
 
@@ -83,9 +83,9 @@ WORKERS_PER_CORE = 4
 
 
 def task_bytes(task) -> int:
-    """Estimated peak of one task: building its stack and one forward pass (``numerics.memory``)."""
-    from numerics.memory import simulate_bytes
-    from numerics.spec import DTYPES
+    """Estimated peak of one task: building its stack and one forward pass (``numerics.stacks.memory``)."""
+    from numerics.stacks.memory import simulate_bytes
+    from numerics.stacks.spec import DTYPES
 
     s = task.spec
     return simulate_bytes(s.T, s.d, s.layers, s.heads, s.P, dtype=DTYPES.get(s.dtype))
@@ -94,9 +94,9 @@ def task_bytes(task) -> int:
 def check_resources(tasks, workers: int | None) -> None:
     """Refuse, before a cluster starts, a local cluster the machine cannot hold: more than
     :data:`WORKERS_PER_CORE` workers per core, or workers × (:data:`WORKER_BYTES` + the largest task's
-    estimate) above the memory this process can get (``numerics.memory.check_fits``: host, cgroup,
+    estimate) above the memory this process can get (``numerics.stacks.memory.check_fits``: host, cgroup,
     rlimits).  The grid point the estimate comes from is named."""
-    from numerics.memory import check_fits, human
+    from numerics.stacks.memory import check_fits, human
 
     n = default_workers() if workers is None else workers
     cap = WORKERS_PER_CORE * default_workers()
@@ -169,15 +169,14 @@ def run_sweep(spec, out, *, client=None, scheduler: str | None = None, workers: 
               batch: int | None = None) -> SweepRun:
     """Run every task of ``spec`` not yet in ``out``'s store and write the rows there.
 
-    ``out`` is claimed first (``numerics.outdir``: new, empty or a sweep's own folder, else
+    ``out`` is claimed first (``numerics.storage.outdir``: new, empty or a sweep's own folder, else
     InvalidInput; locked, so a second sweep on it is refused).  ``client``: an existing
     ``distributed.Client`` (else one is made by :func:`connect`).  Without ``resume``, a store
     that already holds rows is an error (nothing is overwritten); with it, rows of another spec
     or of other code (their ``spec_hash``/``source``) are refused, not mixed in.  The spec's
     TOML text is kept as ``out/spec.toml`` when that file does not exist yet.
     """
-    from numerics import outdir
-
+    from numerics.storage import outdir
     if client is None and scheduler is None:
         check_resources(expand(spec, device=device), workers)
     with outdir.claim(out, "sweep") as folder:
@@ -185,7 +184,7 @@ def run_sweep(spec, out, *, client=None, scheduler: str | None = None, workers: 
 
 
 def _run_sweep(spec, out, client, scheduler, workers, resume, device, progress, batch) -> SweepRun:
-    from numerics.io import write_text
+    from numerics.storage.io import write_text
     from proofs_check.sweep.grid import source_hash, spec_hash
     from proofs_check.validation import InvalidInput
 

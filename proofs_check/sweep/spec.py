@@ -14,7 +14,7 @@ A spec file holds one ``[[sweep]]`` table per claim::
     scale = "toy"                     # optional: a scale preset's sizes as the base
     kernel = ["causal", "full"]       # an axis: a non-empty list
     layers = [1, 2, 4, 8]
-    value_scale = [0, 5, 20]          # any knob of numerics.params.StackKnobs
+    value_scale = [0, 5, 20]          # any knob of numerics.stacks.params.StackKnobs
     T = 8                             # a scalar is a fixed value
     P = 4                             # P = 0: no slow path
     [sweep.arch_options]              # optional, fixed
@@ -26,7 +26,7 @@ A spec file holds one ``[[sweep]]`` table per claim::
 Everything is checked here, before a cluster starts: an unknown claim, an unknown key or
 knob, an empty axis, a value of the wrong type, the grid's size (points × seeds, computed
 without listing the points, at most ``max_tasks``, default :data:`MAX_TASKS`), and every grid
-point's stack configuration (``numerics.stack.validate_config``: T divisible by P, heads
+point's stack configuration (``numerics.stacks.stack.validate_config``: T divisible by P, heads
 dividing d, ...) and architecture options.  A bad spec raises :class:`SpecError` naming the
 key; the command line turns it into exit status 2.  The file's schema is :class:`SweepFile`
 (a ``[[sweep]]`` table: :class:`SweepTable`; a figure: :class:`Figure`); the checks that need
@@ -44,9 +44,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema, create_model
 
-from numerics.params import SEED_MAX, StackKnobs
-from numerics.params import StackSpecModel, knob_kinds
-from numerics.spec import StackSpec
+from numerics.stacks.params import SEED_MAX, StackKnobs
+from numerics.stacks.params import StackSpecModel, knob_kinds
+from numerics.stacks.spec import StackSpec
 
 #: the spec fields a sweep may put on an axis (besides the knobs): every scalar field of the declaration
 #: but the seed (a table's seeds are its own key), the device (where a stack runs, not which) and the
@@ -139,7 +139,7 @@ class _SweepKeys(BaseModel):
     claim: str = Field(description="a claim with an on-stack form (proofs_check.claims)")
     seeds: int = Field(1, ge=1, description="seeds first_seed … first_seed + seeds - 1")
     first_seed: int = Field(0, ge=0, le=SEED_MAX)
-    scale: str | None = Field(None, description="a scale preset whose sizes are the base (numerics.presets)")
+    scale: str | None = Field(None, description="a scale preset whose sizes are the base (numerics.stacks.presets)")
     arch_options: dict[str, Any] = Field(default_factory=dict, description="the architecture's options, fixed")
     figure: Annotated[list[Figure], BeforeValidator(lambda v: [v] if isinstance(v, dict) else v)] = Field(
         default_factory=list, description="phase diagrams (one table is a list of one)")

@@ -6,7 +6,7 @@ Row schema (one column each; absent values are null):
   ``spec_hash`` (the spec's fingerprint), ``source`` (the code's hash), ``claim``, ``point`` (the grid
   point's axis values as JSON), ``seed``;
 * the stack: ``arch``, ``kernel``, ``T``, ``P``, ``d``, ``layers``, ``heads``, ``dtype``, ``device``,
-  ``checkpoint`` (every scalar field of ``numerics.params.StackSpecModel``), every knob at its effective value (``value_scale``, ``decay``, ...),
+  ``checkpoint`` (every scalar field of ``numerics.stacks.params.StackSpecModel``), every knob at its effective value (``value_scale``, ``decay``, ...),
   ``arch_options`` (JSON);
 * the verdict: ``verdict`` (holds | conditional | fails | n/a), ``error``, ``tolerance``,
   ``error_ratio`` (error / tolerance), ``condition``, ``reason``, ``counterexample`` (JSON), and each
@@ -15,7 +15,7 @@ Row schema (one column each; absent values are null):
 * ``seconds``, ``worker`` (the Dask worker's address), ``version`` (the package version on the worker).
 
 Each completed batch is one file ``batch-<UTC time>-<id>.parquet``, written through the project's
-atomic writer (``numerics.io.atomic_path``: temporary file, fsync, rename), so a reader never
+atomic writer (``numerics.storage.io.atomic_path``: temporary file, fsync, rename), so a reader never
 sees half a batch.  pyarrow takes a folder's schema from its first file, so ``00-schema.parquet``
 (no rows) carries the union of every batch's columns: ``pandas.read_parquet(DIR/results)`` reads the
 folder as one table with all of them.  Rows are deduplicated by ``row_key`` on write and on read
@@ -34,12 +34,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from numerics.params import StackSpecModel, knob_kinds
+from numerics.stacks.params import StackSpecModel, knob_kinds
 
 SCHEMA_FILE = "00-schema.parquet"
-#: the Parquet type of a knob of each JSON Schema type (numerics.params.knob_kinds)
+#: the Parquet type of a knob of each JSON Schema type (numerics.stacks.params.knob_kinds)
 COLUMN_TYPES = {"integer": pa.int64(), "number": pa.float64(), "string": pa.string(), "boolean": pa.bool_()}
-#: the stack's columns: every scalar field of the declaration (numerics.params.StackSpecModel), typed by it
+#: the stack's columns: every scalar field of the declaration (numerics.stacks.params.StackSpecModel), typed by it
 STACK_COLUMNS = tuple(knob_kinds(StackSpecModel))
 FIXED = {"row_key": pa.string(), "sweep": pa.string(), "spec_hash": pa.string(), "source": pa.string(),
          "claim": pa.string(), "point": pa.string(),
@@ -140,7 +140,7 @@ def unify(schemas: list[pa.Schema]) -> pa.Schema:
 
 
 def _atomic_parquet(table: pa.Table, path: Path) -> None:
-    from numerics.io import atomic_path
+    from numerics.storage.io import atomic_path
 
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

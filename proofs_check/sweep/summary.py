@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from numerics.params import knob_flag, knob_kinds
+from numerics.stacks.params import knob_flag, knob_kinds
 from proofs_check.sweep.grid import knob_defaults
 from proofs_check.verdicts.vocabulary import StackVerdict
 
@@ -39,7 +39,7 @@ def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float
 def simulate_command(row: dict) -> str | None:
     """The ``fastslow simulate`` line that rebuilds a row's stack, or None when simulate cannot express
     it (an architecture variant: simulate draws pre-LN stacks).  Every knob is a simulate option
-    (``numerics.params.knob_flag``); those at their defaults are left out."""
+    (``numerics.stacks.params.knob_flag``); those at their defaults are left out."""
     if row["arch"] != "preln":
         return None
     defaults = knob_defaults()

@@ -6,7 +6,7 @@ in its own module, together with
 
 * ``specs(arch, ctx)``: the stacks it is checked on by default for an architecture, and
 * ``needs``: the capabilities an architecture must declare for the claim to apply (the registry says n/a,
-  in one format, where one is missing: ``numerics.architectures.capabilities``).
+  in one format, where one is missing: ``numerics.stacks.architectures.capabilities``).
 
 ``registry.Claim.evaluate`` runs it (:func:`dense_verdict`) where T·d fits, and the claim's matrix-free
 form (:func:`matrix_free_verdict`) above.  The ledger's check of the claim runs it on ``specs("preln",
@@ -86,12 +86,12 @@ def check_spec(spec) -> None:
     """Refuse (ValueError naming the field) a spec that names no valid stack: not a ``StackSpec``, or
     sizes, knobs, dtype or architecture options that ``build(spec)`` would refuse.  Checked without
     building the stack."""
-    from numerics.architectures import resolve_options
-    from numerics.spec import DTYPES, StackSpec
-    from numerics.stack import StackConfig, validate_config
+    from numerics.stacks.architectures import resolve_options
+    from numerics.stacks.spec import DTYPES, StackSpec
+    from numerics.stacks.stack import StackConfig, validate_config
 
     if not isinstance(spec, StackSpec):
-        raise ValueError(f"spec={spec!r}: a claim is evaluated on a numerics.spec.StackSpec")
+        raise ValueError(f"spec={spec!r}: a claim is evaluated on a numerics.stacks.spec.StackSpec")
     if spec.checkpoint is None:
         validate_config(StackConfig(**spec.flat()), dtype=DTYPES[spec.dtype])
         resolve_options(spec.arch, dict(spec.arch_options))
@@ -101,7 +101,7 @@ def dense_verdict(claim, spec, ctx) -> Verdict:
     """``claim``'s dense form on ``spec``; a crash is an *error* with its traceback.  On a checkpoint, a form that
     builds stacks of another shape than the checkpoint's (it varies the depth, the weight path, ...) is n/a,
     with the refusal as the reason, not a failure of the claim."""
-    from numerics.checkpoint import CheckpointError
+    from numerics.storage.checkpoint import CheckpointError
 
     try:
         verdict = claim.on_stack(spec, ctx)
@@ -135,7 +135,7 @@ def matrix_free_verdict(claim, spec) -> Verdict:
     """``claim``'s matrix-free form on ``spec`` (``proofs_check.verdicts.scale_run``: jvp probes of the stack
     against the matrix-free predictions, with the form's control).  n/a when the form builds stacks a
     checkpoint does not hold (other depths, kernels, a slow path)."""
-    from numerics.checkpoint import CheckpointError
+    from numerics.storage.checkpoint import CheckpointError
     from proofs_check.verdicts.evidence import decide
 
     try:
@@ -164,7 +164,7 @@ def off_reference(claim, spec) -> Verdict | None:
     trained gates move the trajectory from 1x̄ᵀ off the homogeneous set (:func:`reference_spread` above its
     rounding tolerance): the theorem's condition does not hold on these weights.  The reason names the
     measured spread and the gates.  None when the condition holds."""
-    from numerics.stack import random_xbar
+    from numerics.stacks.stack import random_xbar
 
     ref = reference_spread(spec.build(), random_xbar(spec.d, spec.seed))
     if ref["holds"]:
@@ -237,7 +237,7 @@ def matrix_spec(arch: str, ctx, *, compress_gate: float | None = None, **fields)
     ``compressed`` gets its compression block P = 2 and, when ``compress_gate`` is given, that
     gate; ``hrm`` runs ``layers // 2`` cycles of 3 steps, so its step count matches the others'.
     """
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     spec = StackSpec(T=4, d=4, layers=3, heads=2, kernel="causal", arch=arch, seed=ctx.seed,
                      P=2 if arch == "compressed" else None).with_(**fields)

@@ -4,7 +4,7 @@ A claim's module registers its parts on the same object, wherever the decorators
 
 * :func:`claim` — the statement, what its verdict means and the ledger's ``check(ctx) -> ClaimResult``;
 * :func:`on_stack` — ``evaluate(spec, ctx) -> Verdict`` on one stack, the default ``specs(arch, ctx)``,
-  ``needs`` (the capabilities an architecture must declare, ``numerics.architectures.capabilities``: the
+  ``needs`` (the capabilities an architecture must declare, ``numerics.stacks.architectures.capabilities``: the
   claim is n/a, with one reason format, on an architecture that lacks one) and whether the claim is
   stated at the token-homogeneous reference 1x̄ᵀ;
 * :func:`matrix_free` — the form that never builds a (Td)² Jacobian (``form(run: ScaleRun) -> ClaimResult``)
@@ -57,7 +57,7 @@ class Claim:
     # -- on a stack (proofs_check.verdicts.on_stack) --
     on_stack: Callable | None = field(default=None, repr=False)      # evaluate(spec, ctx) -> Verdict, dense
     specs: Callable | None = field(default=None, repr=False)         # specs(arch, ctx) -> [StackSpec]
-    needs: tuple[str, ...] = ()           # capabilities an architecture must declare (numerics.architectures)
+    needs: tuple[str, ...] = ()           # capabilities an architecture must declare (numerics.stacks.architectures)
     homogeneous_reference: bool = False   # stated at 1x̄ᵀ with the slow-path gates as built (gate 0)
     dense_features: int = DENSE_FEATURES  # the largest T·d the dense form runs at
     along_text: bool = False              # on a checkpoint, evaluate measures along its held-out text
@@ -79,7 +79,7 @@ class Claim:
     def not_applicable_to(self, arch: str) -> str | None:
         """Why the claim does not apply to architecture ``arch`` ("n/a: <arch> has no <need> (<meaning>)", the
         first need it lacks), or None when ``arch`` declares every capability the claim needs."""
-        from numerics.architectures.capabilities import CAPABILITIES, missing
+        from numerics.stacks.architectures.capabilities import CAPABILITIES, missing
 
         need = missing(arch, self.needs)
         return None if need is None else f"n/a: {arch} has no {need} ({CAPABILITIES[need]})"
@@ -162,12 +162,12 @@ def on_stack(id: str, *, specs: Callable, needs: tuple[str, ...] = (),
              homogeneous_reference: bool = False, dense_features: int = DENSE_FEATURES, along_text: bool = False):
     """Register the decorated ``evaluate(spec, ctx) -> Verdict`` as claim ``id`` on one stack (its dense form),
     with the stacks it is checked on by default (``specs(arch, ctx)``), the capabilities an architecture must
-    declare for it to apply (``needs``: names of ``numerics.architectures.capabilities.CAPABILITIES``, refused
+    declare for it to apply (``needs``: names of ``numerics.stacks.architectures.capabilities.CAPABILITIES``, refused
     with ValueError when unknown), whether it is stated at the
     token-homogeneous reference 1x̄ᵀ with the gates as built, the largest T·d its dense form runs at, and
     whether, on a checkpoint's weights, it measures the claim at the states the held-out text visits
-    (``numerics.held_out``) at any size instead of at 1x̄ᵀ."""
-    from numerics.architectures.capabilities import CAPABILITIES
+    (``numerics.text.held_out``) at any size instead of at 1x̄ᵀ."""
+    from numerics.stacks.architectures.capabilities import CAPABILITIES
 
     unknown = sorted(set(needs) - set(CAPABILITIES))
     if unknown:

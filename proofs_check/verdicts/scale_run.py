@@ -1,10 +1,10 @@
 """The stacks the claims' matrix-free forms run on, at any size: :class:`ScaleRun`.
 
 A claim's matrix-free form (registered with ``proofs_check.verdicts.registry.matrix_free``, beside its dense
-form) runs on the preset's stack (``numerics.presets``), on a trained checkpoint's or on any spec, or on a
+form) runs on the preset's stack (``numerics.stacks.presets``), on a trained checkpoint's or on any spec, or on a
 stack variant derived from it with ``spec.with_`` (another kernel, a slow path, a knob: :data:`VARIANTS`) at
 the same T, d, L and heads.  Each form has its negative control at the same size.  Nothing forms a (Td)²
-Jacobian: the predictions are the matrix-free actions of ``numerics.matrix_free`` (J = Σ_m A^m ⊗ K_m at the
+Jacobian: the predictions are the matrix-free actions of ``numerics.linearised.matrix_free`` (J = Σ_m A^m ⊗ K_m at the
 token-homogeneous reference 1x̄ᵀ, whose trajectory costs O(L d²)); the measurements are ``torch.func.jvp``
 of the real stack on a few random probes, batched so that one primal pass serves several tangents, and
 shared between the claims that read the same derivative (:meth:`ScaleRun.get`).
@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from numerics import kernels as K
-from numerics import matrix_free as mf
-from numerics.factorisation import affine_parts, layer_blocks
-from numerics.checkpoint import CheckpointError
+from numerics.stacks import kernels as K
+from numerics.linearised import matrix_free as mf
+from numerics.families.factorisation import affine_parts, layer_blocks
+from numerics.storage.checkpoint import CheckpointError
 from numerics.precision import SLOPE_TOL
-from numerics.presets import check_preset, preset
-from numerics.spec import DTYPES, StackSpec
+from numerics.stacks.presets import check_preset, preset
+from numerics.stacks.spec import DTYPES, StackSpec
 from proofs_check.verdicts.evidence import ControlResult, Derivation, NumericResult
 
 TAU = 0.5                 # Claim 3.1's tolerance τ
@@ -68,7 +68,7 @@ class ScaleRun:
                 T=T, d=d, layers=layers, heads=heads)
         self.tdtype = DTYPES[self.dtype]
         T, d, L = self.spec.T, self.spec.d, self.spec.layers
-        # float64: the worst-case dot-product bound; float32: the probabilistic one (numerics.matrix_free)
+        # float64: the worst-case dot-product bound; float32: the probabilistic one (numerics.linearised.matrix_free)
         self.gamma = mf.rounding_tolerance(T, d, L, self.tdtype,
                                            model="worst" if self.dtype == "float64" else "probabilistic")
         self.delta = DELTAS[self.dtype]

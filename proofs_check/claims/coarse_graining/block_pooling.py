@@ -13,12 +13,12 @@ import math
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import coarse_graining as ncg
-from numerics import kernels as K
-from numerics.jacobians import reference_input, state_jacobian
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import coarse_graining as ncg
+from numerics.stacks import kernels as K
+from numerics.linearised.jacobians import reference_input, state_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.standing import FAILS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
@@ -71,7 +71,7 @@ def _initial_state(spec, dtype) -> tuple[torch.Tensor, str]:
 
 
 def direct_residuals(J: torch.Tensor, T: int, d: int, P: int) -> dict:
-    """The three residuals of 3.2 by their definitions with Kronecker products of numerics.kernels'
+    """The three residuals of 3.2 by their definitions with Kronecker products of numerics.stacks.kernels'
     Π, Π⁺ (no generated code; token-major vec, index t·d + i), each over ‖J‖₂."""
     eye = torch.eye(d, dtype=J.dtype, device=J.device)
     pool, lift = K.pool_matrix(T, P, J.dtype, device=J.device), K.lift_matrix(T, P, J.dtype, device=J.device)
@@ -99,7 +99,7 @@ def evaluate_3_2(spec, ctx) -> Verdict:
     invariant, (b) ‖J − QJQ‖/‖J‖ ≤ r_ℓ(0) for kernels C ⊗ 11ᵀ/P, so ≤ τ past ℓ*(τ).
 
     preln: J_{≤ℓ} are the dense autograd depth Jacobians; residuals by definition (``direct_residuals``)
-    against the generated ones (``numerics.coarse_graining.factoring_residuals``, rounding) and, at
+    against the generated ones (``numerics.families.coarse_graining.factoring_residuals``, rounding) and, at
     gate 0, against the derivation's prediction Σ_λ P_λ ⊗ G_{≤ℓ}(λ) (``ncg.spectral_residuals``) — which
     also predicts the size of the causal kernel's failure (its persistent mode on e₁ leaks through Q).
     The pooling block is ``coarse_block(spec)``.
@@ -204,7 +204,7 @@ def _arch_3_2(spec, ctx) -> Verdict:
 
 
 def pooling_errors(table: list, sizes=((4, 2), (6, 3), (8, 4)), d: int = 3) -> list[float]:
-    """Π and Π⁺ (``numerics.kernels``) against their definitions by reshaping: block means
+    """Π and Π⁺ (``numerics.stacks.kernels``) against their definitions by reshaping: block means
     X.reshape(n, P, d).mean(1) and block copies Y.repeat_interleave(P, 0).  Normalised errors: a mean of
     P float64 numbers is exact to P·ε·max|X| (a copy exactly), so the tolerance is 4·P·ε·max|X|."""
     out = []

@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from numerics import kernels as K
-from numerics import matrix_free as mf
+from numerics.stacks import kernels as K
+from numerics.linearised import matrix_free as mf
 from numerics.generated import coarse_graining as gen_cg
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free

@@ -15,11 +15,11 @@ import mpmath
 import sympy as sp
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import coarse_graining as ncg
-from numerics.jacobians import eigen_blocks, reference_input, step_jacobians
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import coarse_graining as ncg
+from numerics.linearised.jacobians import eigen_blocks, reference_input, step_jacobians
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, SymbolicStep, symbolic_steps
 from proofs_check.verdicts.registry import claim, ledger_cases, on_stack
@@ -286,7 +286,7 @@ def check_3_1(ctx) -> ClaimResult:
                     f"on 1⊥ is still ≥ 1 at every layer (min over these stacks {min(q['per_layer_min'] for q in quotient):.3f}) "
                     "because LN₁ is also scale invariant and kills the radial direction x̄_ℓ − mean(x̄_ℓ)1 up to its ε "
                     f"(measured ≤ predicted on every stack, largest {max(q['radial_error'] for q in quotient):.1e}); "
-                    "that direction moves with ℓ, so no fixed quotient removes it (numerics/saturation_quotient.py).")
+                    "that direction moves with ℓ, so no fixed quotient removes it (numerics/families/saturation_quotient.py).")
     at_h1 = gpt2_block_rows(ctx)
     errs += [r.pop("error") for r in at_h1]   # the two routes (mode products, autograd) agree at h = 1 too
     numeric.max_error = max(errs)
@@ -351,8 +351,8 @@ def paper_measurement(table: list[dict], cases, theory_rho_min: float, at_h1: li
 
 
 def _quotient_row(spec) -> dict:
-    """3.1's ratio with 1_d quotiented out on the check's stack and x̄ (``numerics.saturation_quotient``)."""
-    from numerics.saturation_quotient import quotient_saturation
+    """3.1's ratio with 1_d quotiented out on the check's stack and x̄ (``numerics.families.saturation_quotient``)."""
+    from numerics.families.saturation_quotient import quotient_saturation
 
     stack = spec.build()
     q = quotient_saturation(stack, random_xbar(spec.d, spec.seed).to(dtype=next(stack.parameters()).dtype))

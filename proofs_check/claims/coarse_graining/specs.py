@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from numerics.precision import EPS64 as EPS
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.on_stack import matrix_spec as base_matrix_spec
 
 F64 = torch.float64

@@ -1,6 +1,6 @@
 """Claim 1.2: the stack's Jacobian is the depth-ordered product of its layer Jacobians.
 
-The claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §1); the ledger's
+The claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §1); the ledger's
 ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control, the claims ×
 architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import depth_flow as nd
-from numerics.jacobians import layer_jacobians, reference_input, stack_jacobian, step_jacobians
-from numerics.spec import StackSpec
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import depth_flow as nd
+from numerics.linearised.jacobians import layer_jacobians, reference_input, stack_jacobian, step_jacobians
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, evaluate, on_stack
@@ -75,8 +75,8 @@ def evaluate_1_2(spec: StackSpec, ctx) -> Verdict:
 
 
 def _finite_difference_route(spec: StackSpec) -> dict:
-    """1.2 against central differences of the stack (``numerics.finite_differences``) at the check's state."""
-    from numerics.finite_differences import chain_rule_against_differences
+    """1.2 against central differences of the stack (``numerics.linearised.finite_differences``) at the check's state."""
+    from numerics.linearised.finite_differences import chain_rule_against_differences
 
     st = spec.build()
     X = torch.randn(spec.T, spec.d, dtype=torch.float64, generator=torch.Generator().manual_seed(spec.seed + 10),

@@ -1,6 +1,6 @@
 """Claim 1.1: the untied stack is the explicit Euler scheme of dX/dt = F(θ(t), X).
 
-The claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §1); the ledger's
+The claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §1); the ledger's
 ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control, the claims ×
 architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import depth_flow as nd
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import depth_flow as nd
 from numerics.fitting import loglog_fit
-from numerics.jacobians import reference_input
+from numerics.linearised.jacobians import reference_input
 from numerics.precision import SLOPE_TOL
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.standing import ABSENT, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
 from proofs_check.verdicts.registry import claim, evaluate, on_stack

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from numerics import matrix_free as mf
+from numerics.linearised import matrix_free as mf
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free
 from proofs_check.verdicts.scale_run import SLOPE_TOL, ScaleRun, control_result, numeric_result
@@ -18,10 +18,10 @@ from proofs_check.verdicts.scale_run import SLOPE_TOL, ScaleRun, control_result,
 @matrix_free("1.1", variants={"smooth-path"})
 def scale_1_1(run: ScaleRun) -> ClaimResult:
     """Euler convergence on the token-homogeneous invariant set (width d, all heads; T drops out there)."""
-    from numerics.depth_flow import flow_reference
+    from numerics.families.depth_flow import flow_reference
     from numerics.fitting import loglog_fit
-    from numerics.stack import Layer, StackConfig
-    from numerics.stack import _draw_layer_params as draw_layer_params
+    from numerics.stacks.stack import Layer, StackConfig
+    from numerics.stacks.stack import _draw_layer_params as draw_layer_params
 
     s = run.spec
     depths = (16, 32, 64, 128)

@@ -1,7 +1,7 @@
 """Claim 2.2: the conditions of the factorisation — each violation (an inhomogeneous reference,
 token mixing, per-head ALiBi slopes) leaves an off-block residual linear in its size.
 
-Each claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §2): the
+Each claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §2): the
 ledger's ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control;
 the claims × architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import factorisation as nf
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import factorisation as nf
 from numerics.fitting import loglog_fit
-from numerics.jacobians import commutator_error, reference_input, stack_jacobian, state_jacobian
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.linearised.jacobians import commutator_error, reference_input, stack_jacobian, state_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.on_stack import matrix_spec
 from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
@@ -180,7 +180,7 @@ def evaluate_2_2(spec: StackSpec, ctx) -> Verdict:
     sl = loglog_fit(deltas, offs).slope
     ev = {"delta": list(deltas), "off_block_rel": offs, "slope": sl, "slope_band": [0.9, 1.1],
           "tested": "condition (a) homogeneity; (b) token-wise LN/MLP and (c) commuting kernels are "
-                    "properties of the shared modules (numerics.stack), as in the preln check"}
+                    "properties of the shared modules (numerics.stacks.stack), as in the preln check"}
     err = abs(sl - 1)
     if not 0.9 <= sl <= 1.1:
         return Verdict("2.2", "fails", measured=ev, error=err, tolerance=SLOPE_TOL,

@@ -1,7 +1,7 @@
 """Claim 2.1: the linearised stack factorises along the frozen kernel A at the token-homogeneous
 reference 1x̄ᵀ — its on-stack evaluation (every architecture) and the ledger's check.
 
-Each claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §2): the
+Each claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §2): the
 ledger's ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control;
 the claims × architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import factorisation as nf
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import factorisation as nf
 from numerics.generated import factorisation as gen
-from numerics.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
-from numerics.mode_blocks import affine_blocks, depth_product
+from numerics.linearised.jacobians import commutator_error, eigen_blocks, reference_input, stack_jacobian, state_jacobian
+from numerics.linearised.mode_blocks import affine_blocks, depth_product
 from numerics.precision import EPS64, SLOPE_TOL
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.on_stack import matrix_spec
 from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps
@@ -76,15 +76,15 @@ def generated_block_errors(stack, xbar):
 
 CASES_2_1 = [(6, 8, 4, 2, "causal", {}), (6, 8, 3, 2, "full", {}), (6, 4, 3, 2, "block", {"block_size": 2}),
              (5, 4, 3, 1, "alibi", {})]
-#: GPT-2's block (numerics.hf_gpt2): h = 1, gelu_new, query and output biases; run in every mode.
+#: GPT-2's block (numerics.storage.hf_gpt2): h = 1, gelu_new, query and output biases; run in every mode.
 GPT2_CASE_2_1 = (6, 8, 3, 2, "causal", {"step": 1.0, "activation": "gelu_new", "attn_bias": True})
 
 
 def paper_layer_errors(seed: int = 0) -> dict[str, float]:
     """Per kernel of CASES_2_1 (all four, every mode): ‖stack(X) − paper_forward(X)‖/‖stack(X)‖ at an
     inhomogeneous X: the stack whose Jacobian the claim factorises is the paper's layer, mask and
-    score scale included (numerics.depth_flow.paper_forward: torch's reference ops, no shared code)."""
-    from numerics.depth_flow import paper_forward
+    score scale included (numerics.families.depth_flow.paper_forward: torch's reference ops, no shared code)."""
+    from numerics.families.depth_flow import paper_forward
 
     out = {}
     for T, d, L, H, k, kw in CASES_2_1 + [GPT2_CASE_2_1]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import torch
 
-from numerics import matrix_free as mf
-from numerics.factorisation import TokenMixedStack, shift_mixer
+from numerics.linearised import matrix_free as mf
+from numerics.families.factorisation import TokenMixedStack, shift_mixer
 from numerics.fitting import loglog_fit
-from numerics.mode_blocks import depth_product
+from numerics.linearised.mode_blocks import depth_product
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free
 from proofs_check.verdicts.scale_run import (SLOPE_TOL, ScaleRun, adjoint_check, affine_blocks, control_result,

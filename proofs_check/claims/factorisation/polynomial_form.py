@@ -1,6 +1,6 @@
 """Claim 2.3: the eigenvector-free form J = Σ_m A^m ⊗ K_m (and the Pascal eigenbasis's conditioning).
 
-Each claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §2): the
+Each claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §2): the
 ledger's ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control;
 the claims × architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 import mpmath
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import factorisation as nf
-from numerics import matrix_free as mf
-from numerics.jacobians import eigen_blocks, reference_input, state_jacobian
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import factorisation as nf
+from numerics.linearised import matrix_free as mf
+from numerics.linearised.jacobians import eigen_blocks, reference_input, state_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.on_stack import matrix_spec
 from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, symbolic_steps
@@ -85,7 +85,7 @@ def polynomial_form_error(T, d=16, L=8, seed=0, probes=8, stack=None):
 
 
 def matrix_free_adjoint(spec: StackSpec, probes: int = 4) -> tuple[dict, list[Derivation]]:
-    """The matrix-free action's transpose (``numerics.matrix_free``, the route of ``check --scale`` and of
+    """The matrix-free action's transpose (``numerics.linearised.matrix_free``, the route of ``check --scale`` and of
     trained stacks above T·d = 256) on ``spec``'s stack at 1x̄ᵀ: Jᵀ·U against ``torch.func.vjp`` and the
     adjoint identity ⟨U, J·V⟩ = ⟨Jᵀ·U, V⟩ on Gaussian probes, each over its rounding tolerance: γ = n·u with
     n = L(2T + 11d) (``matrix_free.rounding_tolerance``) for the vjp, n + T·d for the two inner products."""
@@ -165,7 +165,7 @@ def check_2_3(ctx) -> ClaimResult:
         symbolic=symbolic_steps(th.all_proofs("2.3", ctx.quick)),
         numeric=NumericResult(cases=len(rows), max_error=worst, tolerance=1.0,
                               detail="max over T of ‖J E − Σ A^m E K_mᵀ‖/‖E‖ (8 Gaussian probes, jvp) divided by "
-                                     "64 (L+1) eps Σ‖A‖^m‖K_m‖; the matrix-free Jᵀ (numerics.matrix_free) against "
+                                     "64 (L+1) eps Σ‖A‖^m‖K_m‖; the matrix-free Jᵀ (numerics.linearised.matrix_free) against "
                                      "vjp / γ and the adjoint identity ⟨U, JV⟩ = ⟨JᵀU, V⟩ / (γ + T·d·u), 4 probes",
                               table=rows + [r for r, _ in adjoint] + eig, derivations=derivations),
         control=ControlResult("fails-as-predicted" if ok else "did-not-fail",

@@ -1,6 +1,6 @@
 """Claim 2.4: W_Q and W_K are invisible at the reference (every score row constant over its keys).
 
-Each claim is one ``@on_stack`` function of a :class:`numerics.spec.StackSpec` (docs/theory.md §2): the
+Each claim is one ``@on_stack`` function of a :class:`numerics.stacks.spec.StackSpec` (docs/theory.md §2): the
 ledger's ``@claim`` check runs it on the preln specs and adds the symbolic steps and the negative control;
 the claims × architectures grid runs it on every variant's specs; its matrix-free form is in ``matrix_free``.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from numerics.architectures.capabilities import has
+from numerics.stacks.architectures.capabilities import has
 from numerics.fitting import loglog_fit
-from numerics.jacobians import reference_input, stack_jacobian, state_jacobian
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.linearised.jacobians import reference_input, stack_jacobian, state_jacobian
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.verdicts.on_stack import matrix_spec
 from proofs_check.verdicts.standing import HOLDS, PAPER
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult, symbolic_steps

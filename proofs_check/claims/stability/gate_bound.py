@@ -11,11 +11,11 @@ import math
 import numpy as np
 import torch
 
-from numerics.architectures.capabilities import has
-from numerics import stability as ns
-from numerics.jacobians import reference_input, step_jacobians
+from numerics.stacks.architectures.capabilities import has
+from numerics.families import stability as ns
+from numerics.linearised.jacobians import reference_input, step_jacobians
 from numerics.precision import EPS64 as EPS, U64
-from numerics.spec import StackSpec
+from numerics.stacks.spec import StackSpec
 from proofs_check.verdicts.run_scope import per_run
 from proofs_check.verdicts.standing import VACUOUS, measurement
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, Derivation, NumericResult, SymbolicStep
@@ -103,7 +103,7 @@ def evaluate_5_1(spec: StackSpec, ctx) -> Verdict:
     preln (P set): the certificate's G_ℓ, K_ℓ on the slow (block-mean) modes are compared with the
     whole gated layer by autograd (G_ℓ at g = 0; K_ℓ as a central difference in the gate), then the
     real stack's product Π_ℓ ΠJ_ℓ(g)Π⁺ is measured at g = ±0.99·g_lo (no expansion) and the onset
-    of expansion is searched (``numerics.stability.expansion_onset``).  Other architectures: the
+    of expansion is searched (``numerics.families.stability.expansion_onset``).  Other architectures: the
     full-state step Jacobians at g = 0 and their central difference in the gate.
 
     Keys (stable, for sweeps): ``predicted`` — ``mu``, ``mu_lo``, ``mu_hi``, ``g_star``,

@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from numerics import matrix_free as mf
-from numerics import stability as ns
+from numerics.linearised import matrix_free as mf
+from numerics.families import stability as ns
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free
 from proofs_check.verdicts.scale_run import ScaleRun, control_result, numeric_result

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from numerics import stability as ns
+from numerics.families import stability as ns
 from proofs_check.verdicts.standing import RECONSTRUCTION
 from proofs_check.verdicts.evidence import ClaimResult, ControlResult, NumericResult
 from proofs_check.verdicts.registry import arch_free, claim, no_matrix_free

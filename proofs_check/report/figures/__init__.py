@@ -16,7 +16,7 @@ from typing import Callable
 
 import matplotlib
 
-from numerics.io import atomic_path
+from numerics.storage.io import atomic_path
 
 matplotlib.use("Agg")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from numerics.jacobians import stack_jacobian
+from numerics.linearised.jacobians import stack_jacobian
 from proofs_check.report.figures import figure, save
 
 COLOURS = {"holds": "#4caf50", "conditional": "#ffc107", "fails": "#e53935", "n/a": "#bdbdbd"}
@@ -19,7 +19,7 @@ def _matrix(ctx):
     of the non-ledger columns (preln comes from the ledger, which this figure does not rerun)."""
     if ctx.cache_dir and (Path(ctx.cache_dir) / "matrix.json").exists():
         return json.loads((Path(ctx.cache_dir) / "matrix.json").read_text())
-    from numerics.architectures import ARCHS
+    from numerics.stacks.architectures import ARCHS
     from proofs_check.runners.grid import run_matrix
 
     return run_matrix(quick=True, only_arch=[a for a in ARCHS if a != "preln"])
@@ -54,7 +54,7 @@ def claims_matrix(ctx, out_dir):
 def mhc_composite_gain(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics.spec import StackSpec, build
+    from numerics.stacks.spec import StackSpec, build
 
     depth = 32 if ctx.quick else 64
     seeds = range(4 if ctx.quick else 16)
@@ -81,7 +81,7 @@ def looped_margin(ctx, out_dir):
     along the trajectory, against the generated lower bound −log(e^{−Δ a_min} + max‖G_k − I‖)."""
     import matplotlib.pyplot as plt
 
-    from numerics.spec import StackSpec, build
+    from numerics.stacks.spec import StackSpec, build
     from numerics.generated import architectures as gen
 
     deltas = torch.linspace(0.05, 3.0, 10 if ctx.quick else 30, dtype=torch.float64, device="cpu")  # host: a figure's values

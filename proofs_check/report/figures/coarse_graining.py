@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from numerics import coarse_graining as ncg
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.families import coarse_graining as ncg
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.report.figures import figure, save
 
 TAU = 0.5

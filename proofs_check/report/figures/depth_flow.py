@@ -12,8 +12,7 @@ from proofs_check.report.figures import figure, save
 def euler_convergence(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import depth_flow as nd
-
+    from numerics.families import depth_flow as nd
     depths = [8, 16, 32, 64] if ctx.quick else [8, 16, 32, 64, 128]
     errs = nd.smooth_stacks_errors(6, 8, depths, rtol=1e-10 if ctx.quick else 1e-12)
     idepths = [8, 32, 128] if ctx.quick else [8, 32, 128, 512, 2048]

@@ -3,9 +3,9 @@ order in η, the distance of real trajectories from the coarse manifold, and the
 
 from __future__ import annotations
 
-from numerics import depth_slow_manifold as nds
-from numerics.spec import StackSpec
-from numerics.stack import random_xbar
+from numerics.families import depth_slow_manifold as nds
+from numerics.stacks.spec import StackSpec
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims import depth_slow_manifold as chk
 from proofs_check.report.figures import figure, save
 from proofs_check.report.figures.coarse_graining import eigenvalue_label
@@ -13,9 +13,9 @@ from proofs_check.report.figures.coarse_graining import eigenvalue_label
 
 def _trained_panel(ctx):
     """(stack, text inputs, label) of the default trained stack, or None when it cannot be had offline."""
-    from numerics import checkpoint as ckpt
-    from numerics.spec import StackSpec
-    from numerics.training import cache_dir_for
+    from numerics.storage import checkpoint as ckpt
+    from numerics.stacks.spec import StackSpec
+    from numerics.text.training import cache_dir_for
     from proofs_check.experiments.train import default_checkpoint
 
     path = default_checkpoint(cache_dir_for(ctx))

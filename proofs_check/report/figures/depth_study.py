@@ -65,7 +65,7 @@ def plot(record: dict, out: str | Path) -> Path:
     """:func:`draw` written to ``out`` (PNG) atomically."""
     import matplotlib.pyplot as plt
 
-    from numerics.io import atomic_path
+    from numerics.storage.io import atomic_path
 
     out = Path(out)
     fig = draw(record)

@@ -15,7 +15,7 @@ SUFFICIENCY_BLOCKS = {"gaussian": (8, 3), "bernoulli": (8, 5), "poisson": (8, 1)
 def render_posterior_sufficiency(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import emissions as ne
+    from numerics.families import emissions as ne
     from proofs_check.claims.emissions import PRIORS, TRUTH, draw_block
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -50,7 +50,7 @@ def render_posterior_sufficiency(ctx, out_dir):
 def render_risk_vs_rho(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import emissions as ne
+    from numerics.families import emissions as ne
     from numerics.generated import emissions as gen
 
     s2, sigma2, P, k, n_prev = 1.0, 2.0, 8, 2, 12
@@ -113,8 +113,7 @@ def _zoom_late(ax, setting, bayes):
 def render_training_curves(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import training as tr
-
+    from numerics.text import training as tr
     # ``ctx.smoke`` (set by the notebook at FASTSLOW_SMOKE=1) selects the seconds-sized run.
     res = tr.run_experiment(quick=ctx.quick, cache_dir=tr.cache_dir_for(ctx), smoke=getattr(ctx, "smoke", False))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))

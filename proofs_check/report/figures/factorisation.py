@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from numerics.fitting import loglog_fit
-from numerics.stack import random_xbar
+from numerics.stacks.stack import random_xbar
 from proofs_check.claims.factorisation import conditions, frozen_kernel, polynomial_form
 from proofs_check.report.figures import figure, save
 
@@ -15,7 +15,7 @@ from proofs_check.report.figures import figure, save
 def block_diagonality(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics.spec import StackSpec
+    from numerics.stacks.spec import StackSpec
 
     T, d = 16, 4 if ctx.quick else 8
     st = StackSpec(T=T, d=d, layers=4, heads=2, kernel="causal", seed=0, knobs={"value_scale": 1.0}).build()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from numerics import gate_bounds as ngb
-from numerics import stability as ns
+from numerics.families import gate_bounds as ngb
+from numerics.families import stability as ns
 from proofs_check.claims import gate_bounds as chk
 from proofs_check.report.figures import figure, save
 

@@ -12,8 +12,7 @@ from proofs_check.report.figures import figure, save
 def render_trajectories(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     s = np.linspace(0.02, 1.0, 200)[:, None]
     for k, style in ((0, "k-"), (2, "k--")):
@@ -46,8 +45,7 @@ def render_convergence(ctx, out_dir):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     runs = [("block", True, nm.ALL_PS), ("linear", True, nm.ALL_PS),
             ("michaelis_menten", False, (16, 64, 256) if ctx.quick else nm.ALL_PS),
             ("control", False, (16, 256) if ctx.quick else nm.FIT_PS)]
@@ -78,8 +76,7 @@ def render_convergence(ctx, out_dir):
 def render_stationary(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics import slow_manifold as nm
-
+    from numerics.families import slow_manifold as nm
     n = 60 if ctx.quick else 200
     g = np.linspace(-3, 3, n)
     Y1, Y2 = np.meshgrid(g, g)
@@ -103,7 +100,7 @@ def render_cost(ctx, out_dir):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    from numerics.cost import cost_sweep
+    from numerics.families.cost import cost_sweep
 
     res = cost_sweep(quick=ctx.quick, device=ctx.device)
     rows = res["rows"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from numerics import stability as ns
+from numerics.families import stability as ns
 from proofs_check.report.figures import figure, save
 
 H_DISCRETE = 1.0 / 12

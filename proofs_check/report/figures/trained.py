@@ -30,10 +30,10 @@ def render_trained_vs_random(ctx, out_dir):
     import matplotlib.pyplot as plt
     import torch
 
-    from numerics import checkpoint as ckpt
-    from numerics.corpus import ByteCorpus, unigram_entropy
-    from numerics.spec import StackSpec
-    from numerics.training import cache_dir_for
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.corpus import ByteCorpus, unigram_entropy
+    from numerics.stacks.spec import StackSpec
+    from numerics.text.training import cache_dir_for
     from proofs_check.experiments.train import SMALL, default_checkpoint
 
     # the grid's trained column (SMALL): the stack the report's trained-stack section names, trained once
@@ -78,13 +78,13 @@ def render_trained_vs_random(ctx, out_dir):
 
 
 def gate_margin_monitor(model) -> dict:
-    """The gate certificate of Claim 5.1 (``numerics.stability.gate_certificate``) of the model's
+    """The gate certificate of Claim 5.1 (``numerics.families.stability.gate_certificate``) of the model's
     hierarchical stack, in float64 at its token-homogeneous reference with the gates at 0, and the
     largest learnt gate |g_ℓ|: a ``fit`` monitor (JSON-ready; NaN as None)."""
     import copy
     import math
 
-    from numerics.stability import gate_certificate
+    from numerics.families.stability import gate_certificate
 
     stack = copy.deepcopy(model.stack).double()
     e = gate_certificate(stack).enclosure
@@ -110,12 +110,12 @@ def margin_run(cache_dir, smoke: bool = False) -> dict:
     folder keyed by the source of every module it executes and its config."""
     from pathlib import Path
 
-    from numerics import checkpoint as ckpt
-    from numerics.training import source_key
+    from numerics.storage import checkpoint as ckpt
+    from numerics.text.training import source_key
     from proofs_check.experiments.train import TextConfig, train_text
 
     cfg = TextConfig(**(MARGIN_SMOKE if smoke else MARGIN))
-    key = source_key(("proofs_check.experiments.train", "numerics.stability", "proofs_check.report.figures.trained"), cfg.as_dict())
+    key = source_key(("proofs_check.experiments.train", "numerics.families.stability", "proofs_check.report.figures.trained"), cfg.as_dict())
     out = Path(cache_dir) / "margin_runs" / f"{cfg.label()}-{key}"
     if ckpt.exists(out) and ckpt.read_manifest(out)["step"] >= cfg.steps:
         return ckpt.read_manifest(out)
@@ -127,7 +127,7 @@ def margin_run(cache_dir, smoke: bool = False) -> dict:
 def render_gate_margin_over_training(ctx, out_dir):
     import matplotlib.pyplot as plt
 
-    from numerics.training import cache_dir_for
+    from numerics.text.training import cache_dir_for
 
     manifest = margin_run(cache_dir_for(ctx), smoke=getattr(ctx, "smoke", False))
     mon = manifest["curves"]["monitor"]
@@ -175,11 +175,11 @@ def render_visibility_trained_vs_random(ctx, out_dir):
     stack trained on text (:data:`VISIBILITY`) and of the same stack at its initialisation."""
     import matplotlib.pyplot as plt
 
-    from numerics import checkpoint as ckpt
-    from numerics import visibility as nv
-    from numerics.spec import StackSpec
-    from numerics.stack import random_xbar
-    from numerics.training import cache_dir_for
+    from numerics.storage import checkpoint as ckpt
+    from numerics.families import visibility as nv
+    from numerics.stacks.spec import StackSpec
+    from numerics.stacks.stack import random_xbar
+    from numerics.text.training import cache_dir_for
     from proofs_check.experiments.train import default_checkpoint
 
     path = default_checkpoint(cache_dir_for(ctx), cfg=VISIBILITY)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from numerics.spec import StackSpec
-from numerics import visibility as nv
+from numerics.stacks.spec import StackSpec
+from numerics.families import visibility as nv
 from numerics.fitting import loglog_fit
-from numerics.stack import random_xbar
+from numerics.stacks.stack import random_xbar
 from proofs_check.report.figures import figure, save
 
 DELTAS = torch.logspace(-4, -1.5, 11, dtype=torch.float64, device="cpu")  # host: a figure's values

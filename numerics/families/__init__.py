@@ -1,0 +1,1 @@
+"""Each claim family's numerics (one module a family or measurement)."""

@@ -1,0 +1,1 @@
+"""The linearised stack: Jacobians, matrix-free actions, finite differences, mode blocks."""

@@ -1,0 +1,1 @@
+"""The stack: its one declaration (params), the spec and build(spec), kernels, presets, the architectures."""
