@@ -182,6 +182,14 @@ def transformer_bullets(ledger: dict) -> list[str]:
         out.append(f"- **Claim 7.3 on text**, powered as pre-registered ({t['n']} seeds, α = {t['alpha']}): the gated "
                    f"slow path lowers validation loss by {t['mean']:+.4f} nats/byte, {_pct(1 - t['alpha'])} interval "
                    f"[{t['interval'][0]:+.4f}, {t['interval'][1]:+.4f}], p = {t['p']:.4f} (docs/trained/text-7.3.json).")
+    capacity = _record("trained/text-7.3-capacity.json")
+    if text and capacity:
+        c = capacity["summary"]["cap_vs_coupled"]
+        out.append(f"  Against a capacity-matched arm (the same trained parameters, each slow path fed an independent "
+                   f"window's history; pre-registered, {c['n']} seeds) the coupled arm is still lower by "
+                   f"{c['mean']:+.4f} nats/byte, {_pct(1 - c['alpha'])} interval [{c['interval'][0]:+.4f}, "
+                   f"{c['interval'][1]:+.4f}], p = {c['p']:.4f}; the pre-registered reading: "
+                   f"{capacity['summary']['reading']} (docs/trained/text-7.3-capacity.json).")
     study = _record("depth_study/depth_study.json")
     if "8.1" in by and study:
         fits = study["decision"]["fits"]

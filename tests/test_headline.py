@@ -61,7 +61,7 @@ def test_the_table_shows_each_claims_standing_and_measurement(ledger):
     for c, row in zip(ledger["claims"], table[2:]):
         assert row.startswith(f"| {c['id']} |")
         if c.get("measurement"):
-            assert c["measurement"]["short"].split()[0] in row
+            assert c["measurement"]["short"].split()[0] in row.replace("\\", "")   # the row escapes Markdown (W\\_Q)
 
 
 def test_a_readme_without_markers_is_refused(tmp_path):
