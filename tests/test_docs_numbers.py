@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import docs_quotes_reach
+import docs_quotes_real_models
+import docs_quotes_trained
 import docs_ties as D
 from docs_ties import passage
 
@@ -280,6 +283,9 @@ QUOTES += [
                               "training seed; i.i.d. √2 = {sqrt2}) and {upd_lo}–{upd_hi} for the training update θ − θ_init "
                               "alone; the LayerNorm gains {ln} (1 at initialisation")),
 ]
+
+# more passages, one module a doc or two (each a list QUOTES of the same shape)
+QUOTES += docs_quotes_trained.QUOTES + docs_quotes_reach.QUOTES + docs_quotes_real_models.QUOTES
 
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
