@@ -75,7 +75,7 @@ def handwritten_G_layer(x, gamma1, beta1, W_VO, gamma2, beta2, W1, b1, W2, h, al
 
 
 def random_layers(n: int, d: int, m: int, device: str, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Inputs of G_ℓ(λ) for n independent layers, drawn like ``random_stack`` draws them."""
+    """Inputs of G_ℓ(λ) for n independent layers, drawn like ``build(spec)`` draws them."""
     g = torch.Generator().manual_seed(seed)
     r = lambda *shape: torch.randn(n, *shape, generator=g, dtype=torch.float64)  # noqa: E731
     W_V, W_O = r(d, d) / math.sqrt(d), r(d, d) / math.sqrt(d)

@@ -1,6 +1,6 @@
 """One validation layer at the boundary, shared by the CLI and the Python API.
 
-``random_stack`` (and so ``StackSpec.build``, through the stack's own model ``numerics.stacks.params.StackParams``), ``simulate``, ``run_checks`` and every
+``build(spec)`` (``StackSpec.build``, through the stack's own model ``numerics.stacks.params.StackParams``), ``simulate``, ``run_checks`` and every
 ``fastslow`` subcommand pass their arguments through the pydantic models here before any
 work starts.  A refusal is a :class:`InvalidInput` (a ``ValueError``) whose message is one
 line naming the parameter, the value and what is allowed; the CLI prints it and exits 2.

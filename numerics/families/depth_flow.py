@@ -146,8 +146,8 @@ def richardson(depths, scaled):
 def smooth_stacks_outputs(T: int, d: int, depths, *, heads: int = 2, kernel: str = "causal", seed: int = 0,
                           x_seed: int = 1, stack_fn=None):
     """(X0, {L: X_L}) for smooth-path stacks of each depth L (same seed ⇒ same path θ(t));
-    ``stack_fn(L)`` replaces ``random_stack`` (a broken stack for the tests)."""
-    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
+    ``stack_fn(L)`` replaces ``build(spec)`` (a broken stack for the tests)."""
+    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as a stack's weights
     build = stack_fn or (lambda L: StackSpec(T=T, d=d, layers=L, heads=heads, kernel=kernel, seed=seed, knobs={"weight_path": "smooth"}).build())
     with torch.no_grad():
         return X0, {L: build(L)(X0) for L in depths}
@@ -156,7 +156,7 @@ def smooth_stacks_outputs(T: int, d: int, depths, *, heads: int = 2, kernel: str
 def smooth_stacks_errors(T: int, d: int, depths, *, heads: int = 2, kernel: str = "causal", seed: int = 0,
                          rtol: float = 1e-12, x_seed: int = 1):
     """‖X_L − X(1)‖_F for smooth-path stacks of each depth L (same seed ⇒ same path θ(t))."""
-    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
+    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as a stack's weights
     ref = flow_reference(StackSpec(T=T, d=d, layers=1, heads=heads, kernel=kernel, seed=seed, knobs={"weight_path": "smooth"}).build(), X0, rtol=rtol)
     errs = []
     with torch.no_grad():
@@ -169,7 +169,7 @@ def smooth_stacks_errors(T: int, d: int, depths, *, heads: int = 2, kernel: str 
 def iid_drift(T: int, d: int, depths, seeds, *, heads: int = 2, kernel: str = "causal", x_seed: int = 1):
     """Mean over seeds of ‖X_L − X_0‖_F for i.i.d. untied stacks (no smooth path): the
     average of L independent zero-mean updates of size h shrinks like L^{−1/2}."""
-    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
+    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as a stack's weights
     out = []
     with torch.no_grad():
         for L in depths:
@@ -184,7 +184,7 @@ def iid_drift_prediction(T: int, d: int, draws: int, L: int, *, heads: int = 2, 
     zero-mean updates (every weight distribution is centred, value_scale 0), so
     E‖X_L − X_0‖² ≈ h σ², σ² = E_θ ‖F(θ, X_0)‖², estimated from ``draws`` independent layers
     (seeds seed0.., disjoint from the stacks measured)."""
-    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
+    X0 = torch.randn(T, d, dtype=torch.float64, generator=torch.Generator().manual_seed(x_seed), device="cpu")  # seeded on the host (a CPU generator), as a stack's weights
     with torch.no_grad():
         sq = [float(StackSpec(T=T, d=d, layers=1, heads=heads, kernel=kernel, seed=seed0 + k).build().layers[0].vector_field(X0).norm()) ** 2
               for k in range(draws)]

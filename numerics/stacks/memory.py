@@ -1,6 +1,6 @@
 """How much memory a stack and a run of it take, estimated before anything is allocated.
 
-``stack_bytes`` is the peak of building a ``random_stack``: its float64 parameters and every
+``stack_bytes`` is the peak of building a stack (``build(spec)``): its float64 parameters and every
 layer's float64 draws at once (plus the cast, for a narrower dtype), the (heads, T, T) score
 bias built as zeros and then masked, the slow path's (heads, n, n) biases, and a per-layer
 allowance for the modules.  Once built, the stack keeps its weights in its dtype and one
@@ -65,7 +65,7 @@ def _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype) -> tuple[int, in
 
 def stack_bytes(T: int, d: int, layers: int, heads: int, P: int | None = None, *,
                 mlp_ratio: int = 4, dtype=None) -> int:
-    """Bytes at the peak of building a ``random_stack`` (weights, draws, score bias)."""
+    """Bytes at the peak of building a stack (weights, draws, score bias)."""
     return _weights_and_bias(T, d, layers, heads, P, mlp_ratio, dtype)[0]
 
 

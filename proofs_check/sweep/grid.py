@@ -1,7 +1,7 @@
 """Grid points × seeds → one task per (claim, point, seed), each naming its ``StackSpec``.
 
 A task's ``key`` identifies its row in the store: a hash of the claim, the stack it runs
-on (every ``StackSpec`` field except the device, with each ``random_stack`` knob at its
+on (every ``StackSpec`` field except the device, with each stack knob at its
 effective value, so that ``value_scale = 0`` and an unset ``value_scale`` are one point), the
 spec's fingerprint (:func:`spec_hash`) and the hash of the code that computes the row
 (:func:`source_hash`).  The same key is the Dask task's key, so a grid point is computed at
@@ -53,7 +53,7 @@ _IDENT_FIELDS = tuple(f.name for f in fields(StackSpec) if f.name not in ("devic
 
 
 def knob_defaults() -> dict:
-    """Each random_stack knob's default (``StackConfig``'s field default)."""
+    """Each stack knob's default (``StackConfig``'s field default)."""
     return dict(_KNOB_DEFAULTS)
 
 

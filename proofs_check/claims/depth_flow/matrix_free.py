@@ -38,7 +38,7 @@ def scale_1_1(run: ScaleRun) -> ClaimResult:
                 x = torch.func.functional_call(layer, path_stack.weights_at(ell / L), (x,))
         errs.append(float(torch.linalg.vector_norm(x - ref)))
     slope = -loglog_fit(list(depths), errs).slope
-    # control: i.i.d. untied weights (no path), drawn layer by layer exactly as random_stack draws them:
+    # control: i.i.d. untied weights (no path), drawn layer by layer exactly as build(spec) draws them:
     # ‖x̄_L − x̄_0‖ ∝ L^(−1/2)
     # (mean over seeds: the drift of d coordinates concentrates as d grows, so 8 seeds below d = 32,
     # 4 below d = 256, 1 above; below d = 32 the L^(−1/2) regime starts later: L = 64 … 4096)

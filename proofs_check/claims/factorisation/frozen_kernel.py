@@ -214,7 +214,7 @@ def check_2_1(ctx) -> ClaimResult:
     # float64 forward passes of ≤ 4 layers on O(1) values agree to ~1e-16: EXACT = 1e-12 relative
     worst = max(worst, max(layer_errs.values()) / EXACT)
     st = StackSpec(T=6, d=8, layers=4, heads=2, kernel="causal", seed=0).build()
-    Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7), device="cpu")  # seeded on the host (a CPU generator), as random_stack's weights
+    Z = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(7), device="cpu")  # seeded on the host (a CPU generator), as a stack's weights
     mass, predicted = inhomogeneity_control(st, random_xbar(8, 100), Z, CONTROL_DELTA_2_1)
     ok = abs(mass / predicted - 1) <= CONTROL_BAND_2_1
     return ClaimResult(
