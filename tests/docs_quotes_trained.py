@@ -3,4 +3,135 @@
 
 from __future__ import annotations
 
-QUOTES: list = []
+import statistics
+
+import docs_ties as D
+from docs_ties import passage
+
+TRAINED = "docs/trained.md"
+
+
+def corpus_split() -> dict:
+    """The corpus's vocabulary and held-out fraction: the corpus module's constants, and the split the loaded
+    corpus actually makes (its validation bytes over all bytes)."""
+    from numerics.text.corpus import VALIDATION_FRACTION, VOCAB, ByteCorpus
+
+    corpus = ByteCorpus.load()
+    held = len(corpus.validation) / (len(corpus.train) + len(corpus.validation))
+    assert abs(held - VALIDATION_FRACTION) < 1e-5, held       # the split is the constant (one byte of rounding)
+    return {"vocab": VOCAB, "held": 100 * held}
+
+
+def check_stack_grid() -> dict:
+    """2.2's δ grid on a checkpoint: the linear limit of the off-block mass, the commutator's δ range (the row it
+    measures on the paper's violation stack, rerun here), its rounding threshold at δ = 0; 2.4's number of Q/K
+    directions; 2.3's dense limit in T·d (the registry's)."""
+    from proofs_check.claims.factorisation import conditions as C
+    from proofs_check.claims.factorisation.qk_invisibility import QK_DIRECTIONS
+    from proofs_check.verdicts import registry as R
+
+    row = C.commutator_row("alibi-slopes", C.VIOLATION_SPEC, 2)
+    R.load_checks()
+    return {"mass": C.LINEAR_MASS, "lo": row["δ from"], "hi": row["δ to"], "zero": C.EXACT, "zero2": C.EXACT,
+            "dirs": QK_DIRECTIONS, "dense": R.get("2.3").dense_features}
+
+
+def _entropy() -> float:
+    """The validation text's unigram entropy in nats/byte, counted here from its bytes."""
+    import numpy as np
+
+    from numerics.text.corpus import ByteCorpus
+
+    counts = np.bincount(ByteCorpus.load().validation.numpy().astype(np.int64), minlength=256)
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def figure_stack() -> dict:
+    """`FIGURE`'s validation loss: depth_smoothness.json's L = 4 run, which trains `FIGURE`'s configuration
+    (checked here) at that depth; the uniform causal kernel's mean weight on token 0 over the later rows at
+    T = 32, (H_T − 1)/(T − 1), evaluated here."""
+    from proofs_check.experiments.train import FIGURE
+
+    ds = D._record("docs/trained/depth_smoothness.json")
+    cfg = {**ds["config"], "layers": 4}
+    assert cfg == FIGURE.as_dict(), "depth_smoothness.json no longer trains FIGURE's stack"
+    T = FIGURE.T
+    return {"loss": ds["runs"]["4"]["validation_loss"], "uniform": statistics.fmean(1 / (i + 1) for i in range(1, T))}
+
+
+def entropy_provenance() -> dict:
+    return {"entropy": _entropy()}
+
+
+def powered_7_3() -> dict:
+    """The power analysis (D.pilot_7_3: the pilot's d_z, the seeds it asks for) and the powered rerun's record,
+    docs/trained/text-7.3.json: its per-seed gaps, its paired t, and layer 0's final gates."""
+    import numpy as np
+    from scipy import stats
+
+    pilot = D.pilot_7_3()
+    run = D._record("docs/trained/text-7.3.json")
+    gaps = np.array(run["summary"]["gap_per_seed"])
+    t, p = stats.ttest_1samp(gaps, 0.0)
+    pt = run["summary"]["paired_t"]
+    half = stats.t.ppf(1 - pt["alpha"] / 2, len(gaps) - 1) * gaps.std(ddof=1) / np.sqrt(len(gaps))
+    out = {f"g{i}": g for i, g in enumerate(gaps)}
+    out.update(power=pilot["power"], dz=pilot["dz"], n=pilot["n"], gap=gaps.mean(), dz5=gaps.mean() / gaps.std(ddof=1),
+               level=100 * (1 - pt["alpha"]), lo=gaps.mean() - half, hi=gaps.mean() + half, t=t, dof=len(gaps) - 1,
+               p=p, g_lo=pilot["g_lo"], g_hi=pilot["g_hi"])
+    return out
+
+
+def pilot_7_3() -> dict:
+    """The 3-seed pilot's record (docs/trained/text-7.3-pilot.json): its gap, interval and per-seed gaps, the t
+    quantile of its interval (the record's, and the level it gives with 2 dof), layer 0's final gates and the
+    opening threshold, a tenth of Σ lr_t summed here from a run's learning-rate schedule."""
+    from scipy import stats
+
+    rec = D._record("docs/trained/text-7.3-pilot.json")
+    s = rec["summary"]
+    dof = len(rec["seeds"]) - 1
+    out = {f"s{i}": g for i, g in enumerate(s["gap_per_seed"])}
+    out.update({f"g{i}": g[0] for i, g in enumerate(s["gates"])})
+    out.update(gap=s["gap"], lo=s["interval"][0], hi=s["interval"][1], tq=s["t"],
+               level=100 * (1 - 2 * stats.t.sf(s["t"], dof)), thr=sum(rec["runs"][0]["lr"]) / 10)
+    return out
+
+
+def visibility_size() -> dict:
+    """The visibility figure's parameter directions: the parameters of `VISIBILITY`'s stack (built here) plus the
+    T·d entries of the input offset the visibility Jacobian also differentiates."""
+    from proofs_check.report.figures.trained import VISIBILITY
+
+    stack = VISIBILITY.spec().build()
+    return {"N": sum(p.numel() for p in stack.parameters()) + VISIBILITY.T * VISIBILITY.d}
+
+
+QUOTES: list = [
+    (TRAINED, "the corpus", corpus_split,
+     passage("as bytes (vocabulary {vocab}), the last {held} % held out for validation")),
+    (TRAINED, "check --stack's δ grid and forms", check_stack_grid,
+     passage("its upper end keeps the off-block mass at 1 % (c·δ ≤ {mass}, with c the first-order coefficient).")
+     + r"[\s\S]*?" + passage("Its slope over δ ∈ [{lo}, {hi}] must be 1 ± 0.1, and its value at δ = 0 at most {zero}.")
+     + r"[\s\S]*?" + passage("or a commutator above {zero2} at δ = 0, is a failure")
+     + r"[\s\S]*?" + passage("takes the Q/K derivative along {dirs} Gaussian directions")
+     + r"[\s\S]*?" + passage("above `DENSE_FEATURES`, or {dense} for 2.3")),
+    (TRAINED, "the figure's stack", figure_stack,
+     passage("trained on 400k bytes (`FIGURE`: validation {loss} nats/byte)") + r"[\s\S]*?"
+     + passage("at the uniform causal kernel's {uniform}.")),
+    (TRAINED, "the CI smoke run's entropy", entropy_provenance,
+     passage("against the validation text's unigram entropy of {entropy} in")),
+    (TRAINED, "7.3 powered rerun", powered_7_3,
+     passage("power {power}, d_z = {dz} ⇒ n = {n})") + r"[\s\S]*?"
+     + passage("loss(frozen) − loss(coupled) = +{g0}, +{g1}, +{g2}, +{g3}, +{g4}; mean **+{gap} nats/byte, d_z = "
+               "{dz5}, {level} % interval [+{lo}, +{hi}], t = {t} on {dof} dof, p = {p}: the coupled arm helps**")
+     + r"[\s\S]*?" + passage("Layer 0's gate moves (|g₀| ≈ {g_lo}–{g_hi})")),
+    (TRAINED, "7.3 pilot", pilot_7_3,
+     passage("loss(frozen) − loss(coupled) = **+{gap} nats/byte, {level} % interval [{lo}, +{hi}]: neutral**, as in "
+             "the paper, though the coupled arm is lower in every seed (+{s0}, +{s1}, +{s2}; with 3 seeds the t "
+             "quantile is {tq}); **the gate opens**: layer 0's gate ends at +{g0}, +{g1}, +{g2} (one sign in every "
+             "seed, above a tenth of Σ lr_t = {thr})")),
+    (TRAINED, "the visibility figure's size", visibility_size,
+     passage("The visible dimension stays d = 8 of {N} parameter directions")),
+]
