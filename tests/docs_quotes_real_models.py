@@ -25,6 +25,10 @@ QUOTES: list = [
     (MODELS, "GPT-2-small along text, layers", R.small_along_text,
      passage("to {sp} (layer {sp_layer}).") + ANY + passage("falling to {eL} % at layer {e_layer} |") + ANY
      + passage("{qL} after layer {q_layer}: ℓ*({tau}) = 0 along the text")),
+    (MODELS, "trained hierarchical stack along text", R.hierarchical_along_text,
+     passage("gates {g0} and {g1}; a smoke-size checkpoint)") + ANY
+     + passage("derivative of the mean held-out loss is {floor} times its rounding floor") + ANY
+     + passage("miss by {e21} %, {e23} %, {e24} %, {e32} % and {e41} % (spread {spread}).")),
     (MODELS, "byte GPT-2 training settings", R.bytes_trained,
      passage("`GPT2LMHeadModel(GPT2Config(vocab_size={vocab}, n_positions={pos}, n_embd={embd}, n_layer={layer}, "
              "n_head={head}))`") + ANY

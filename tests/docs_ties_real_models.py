@@ -9,7 +9,13 @@ its template gives them (numbers, ("≤", v) or ("≲", v), as in ``tests/docs_t
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 from docs_ties import ROOT, _parse, _record
 
@@ -158,3 +164,30 @@ def scale_budget() -> dict:
             "d2": d, "modes": len(rec["claim_6_4_reach"]["modes"]["evaluated"]),
             "decaying": rec["claim_6_4_reach"]["modes"]["decaying_modes"], "autograd": AUTOGRAD_BYTES_LIMIT / 2 ** 30}
 
+
+
+def _fastslow(*args: str) -> None:
+    """Run the console script's command line with this interpreter (the venv need not be on PATH)."""
+    subprocess.run([sys.executable, "-c", "import sys; from proofs_check.cli import main; sys.exit(main())", *args],
+                   check=True, capture_output=True)
+
+
+def hierarchical_along_text() -> dict:
+    """The trained hierarchical stack, rerun here: the doc's own `fastslow train --arch hierarchical …` command
+    (seeded, a few seconds), then `check --stack` along held-out text; its gates, 4.2's largest gate derivative
+    over its rounding floor, the misses of 2.1 (worst layer), 2.3, 2.4, 3.2 (worst window), 4.1 and the text's
+    mean spread."""
+    doc = (ROOT / "docs/real_models.md").read_text()
+    (command,) = re.findall(r"`fastslow train (--arch hierarchical[^`]*)`", doc)
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt, record = Path(tmp) / "ckpt", Path(tmp) / "check.json"
+        _fastslow("train", *command.split(), "--out", str(ckpt), "--no-progress")
+        _fastslow("check", "--stack", str(ckpt), "--claim", "2.1", "2.3", "2.4", "3.2", "4.1", "4.2",
+                  "--json", str(record))
+        v = {c["id"]: c["verdict"] for c in json.loads(record.read_text())["claims"]}
+    m42 = v["4.2"]["measured"]
+    return {"g0": m42["gates"][0], "g1": m42["gates"][1],
+            "floor": max(abs(x) for x in m42["dloss_dgate"]) / m42["rounding_floor"],
+            "e21": 100 * v["2.1"]["error"], "e23": 100 * v["2.3"]["error"], "e24": 100 * v["2.4"]["error"],
+            "e32": 100 * v["3.2"]["error"], "e41": 100 * v["4.1"]["error"],
+            "spread": v["2.1"]["measured"]["text"]["spread_mean"]}
