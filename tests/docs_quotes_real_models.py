@@ -59,4 +59,7 @@ QUOTES: list = [
                "modes to {modes} of the causal kernel's {decaying},") + ANY
      + passage("would build more than {autograd} GiB of (T·d)² Jacobians") + ANY
      + passage("each command stays within {min2} min and {gib2} GiB")),
+    (MODELS, "6.4's scale route against the dense one", R.clock_scale_route,
+     passage("At small sizes this route equals the dense one (every block from the generated G_ℓ(λ) itself) to "
+             "{ten}·L·(d + 1)·ε relative (`tests/test_depth_clock_scale.py`, measured {measured}).")),
 ]

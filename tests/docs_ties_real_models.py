@@ -191,3 +191,30 @@ def hierarchical_along_text() -> dict:
             "e21": 100 * v["2.1"]["error"], "e23": 100 * v["2.3"]["error"], "e24": 100 * v["2.4"]["error"],
             "e32": 100 * v["3.2"]["error"], "e41": 100 * v["4.1"]["error"],
             "spread": v["2.1"]["measured"]["text"]["spread_mean"]}
+
+
+def clock_scale_route() -> dict:
+    """6.4's one-mode-at-a-time route against the dense one on tests/test_depth_clock_scale.py's two small stacks
+    (T = 6, d = 8, L = 8, seed 3; the ideal value path and GPT-2's configuration), every mode, rerun here: the
+    largest relative difference of the ratios r_ℓ(λ) (rounding level), and the constant of the tolerance
+    10·L·(d + 1)·ε that 6.4's code states, read back from it."""
+    from numerics.families import depth_clock_scale as S
+    from numerics.families import depth_slow_manifold as nds
+    from numerics.stacks.spec import StackSpec
+    from numerics.stacks.stack import random_xbar
+    from proofs_check.claims.depth_slow_manifold import identity_tolerance
+
+    L, d, eps = 8, 8, 2.0 ** -52
+    gaps = []
+    for knobs in ({"value_scale": 20.0}, {"activation": "gelu_new", "attn_bias": True, "step": 1.0, "ln_eps": 1e-5}):
+        stack = StackSpec.of(T=6, d=d, layers=L, heads=2, kernel="causal", seed=3, **knobs).build()
+        xbar = random_xbar(d, 3)
+        lams, dense = nds.measured_ratios(stack, xbar)
+        limit, S.BLOCK_BYTES_LIMIT = S.BLOCK_BYTES_LIMIT, 0       # force the one-mode-at-a-time route
+        try:
+            _, one_at_a_time, modes = S.measured_ratios(stack, xbar, n=len(lams))
+        finally:
+            S.BLOCK_BYTES_LIMIT = limit
+        assert modes["form"] == "mode subset"
+        gaps.append(float((one_at_a_time / dense - 1).abs().max()))
+    return {"ten": identity_tolerance(L, d) / (L * (d + 1) * eps), "measured": ("≲", max(gaps))}
