@@ -41,7 +41,7 @@ RULES = (
      r"(?:Claims?|claims?|§|Sections?)\s*\d+(?:\.\d+)?(?:(?:,\s*|\s+and\s+|\s*–\s*|\s*…\s*|\s+or\s+|\s*/\s*)"
      r"(?:§\s*)?\d+(?:\.\d+)?)*"),
     ("a claim's number in a table's first column, a bold heading or a list of claims",
-     rf"(?m)^\|\s*{_CLAIM}(?:\([ab]\))?(?=\s*[|:/])|\*\*{_CLAIM}|(?<=[(/–,] ){_CLAIM}(?=[,)/–]|\(a\))"
+     rf"(?m)^\|\s*{_CLAIM}(?:\([ab]\))?(?=\s*[|:/]|\s+[A-Za-z])|\*\*{_CLAIM}|(?<=[(/–,] ){_CLAIM}(?=[,)/–]|\(a\))"
      rf"|(?<=[(/–,]){_CLAIM}(?=[,)/–]|\(a\))|{_CLAIM}(?=\(a\)|/{_CLAIM})|(?<=/){_CLAIM}"
      rf"|{_CLAIM}(?:(?:, | and |–| or |, and ){_CLAIM})+|{_CLAIM}(?= \*)|(?<=ledger's ){_CLAIM}|(?<=\n\| ){_CLAIM}(?=, {_CLAIM})"
      rf"|(?:(?<=for )|(?<=of )){_CLAIM}(?=[:;,.)]| check| table| and)"),
