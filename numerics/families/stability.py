@@ -44,7 +44,7 @@ from numerics.families.layer_systems import (  # noqa: F401  (the public face of
     GateEnclosure, aligned_systems, certify_gate_bound, continuous_norm_gate_bound, discrete_norm_gate_bound,
     gated_product, jury_gate_radius, log_growth, log_norm, random_continuous_2x2,
     random_discrete_2x2, random_systems, routh_hurwitz_gate_radius, small_h_gate_bound, solve_gate_bound,
-    spectral_norm, stability_margin)
+    spectral_norm, stability_margin, top_singular_value)
 from numerics.linearised.mode_blocks import depth_product
 from numerics.precision import EPS64
 from numerics.families.slow_mode_maps import (  # noqa: F401

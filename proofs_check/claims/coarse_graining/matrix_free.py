@@ -14,6 +14,7 @@ import torch
 from numerics.stacks import kernels as K
 from numerics.linearised import matrix_free as mf
 from numerics.generated import coarse_graining as gen_cg
+from numerics.families.layer_systems import top_singular_value
 from proofs_check.verdicts.evidence import ClaimResult
 from proofs_check.verdicts.registry import matrix_free
 from proofs_check.verdicts.scale_run import (TAU, ScaleRun, adjoint_check, affine_blocks, affine_tolerance, control_result,
@@ -23,7 +24,7 @@ from proofs_check.verdicts.scale_run import (TAU, ScaleRun, adjoint_check, affin
 def _saturation_on_sample(stack, xbar, lams, *, last_only: bool = False):
     """r_ℓ(λ) on sampled modes (λ = 1 first) and the envelope Π_{ℓ≤m} ρ̃_ℓ, from the generated blocks G_ℓ(λ)
     and the generated mode-product step, ratio and persistent-path ratio (Claim 3.1); 4 eigenvalues at a
-    time, keeping only spectral norms.  ``last_only``: the ratios at the last layer only (no envelope).
+    time, keeping only spectral norms (the top eigenvalue of MᵀM, ``top_singular_value``).  ``last_only``: the ratios at the last layer only (no envelope).
     Also returns the relative error of the affine interpolation of G_ℓ(λ) at the last sampled λ."""
     lam = torch.tensor(lams, dtype=xbar.dtype, device=xbar.device)
     G0, slope, affine_err = affine_blocks(stack, xbar, lam)                 # (L, d, d) each
@@ -37,10 +38,10 @@ def _saturation_on_sample(stack, xbar, lams, *, last_only: bool = False):
         for ell in range(blocks.shape[1]):
             prev = gen_cg.mode_product_step(blocks[:, ell], prev)
             if not last_only or ell == blocks.shape[1] - 1:
-                norms.append(torch.linalg.matrix_norm(prev, ord=2))
+                norms.append(top_singular_value(prev))
         prod_norms.append(torch.stack(norms, dim=-1))                       # (k, L or 1)
         if not last_only:
-            layer_norms.append(torch.linalg.matrix_norm(blocks, ord=2))     # (k, L)
+            layer_norms.append(top_singular_value(blocks))                # (k, L)
         del blocks, prev
     prod_norms = torch.cat(prod_norms).mT                                   # (L, modes)
     ratios = gen_cg.mode_ratio(prod_norms[:, 1:], prod_norms[:, :1])        # (L, modes − 1)
