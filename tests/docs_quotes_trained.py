@@ -246,7 +246,7 @@ QUOTES: list = [
     (TRAINED, "the grid's trained column", grid_trained_column,
      passage("whose token spread averages {spread} over the stack's states") + r"[\s\S]*?"
      + passage("The trained weights give ρ̃ = {rho} ≥ 1, so the saturation bound is vacuous (along the text the decaying "
-               "bundle reaches half its size at layer {ell}); the pooled flow leaks ‖ΠJ(I − Q)V‖/‖JV‖ = {r32} from")
+               "bundle falls below half its size after layer {ell}); the pooled flow leaks ‖ΠJ(I − Q)V‖/‖JV‖ = {r32} from")
      + r"[\s\S]*?" + passage("W_QK, W_VO, W1, W2 change by {r_lo}–{r_hi} per layer, against the step h = {h} of a "
                               "smooth depth path. 5.1 and 5.3 are conditional: μ ≤ μ⁺ = {mu} < 0")),
     (TRAINED, "trained_vs_random", trained_vs_random,
