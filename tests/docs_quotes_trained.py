@@ -25,15 +25,13 @@ def corpus_split() -> dict:
 def check_stack_grid() -> dict:
     """2.2's δ grid on a checkpoint: the linear limit of the off-block mass, the commutator's δ range (the row it
     measures on the paper's violation stack, rerun here), its rounding threshold at δ = 0; 2.4's number of Q/K
-    directions; 2.3's dense limit in T·d (the registry's)."""
+    directions."""
     from proofs_check.claims.factorisation import conditions as C
     from proofs_check.claims.factorisation.qk_invisibility import QK_DIRECTIONS
-    from proofs_check.verdicts import registry as R
 
     row = C.commutator_row("alibi-slopes", C.VIOLATION_SPEC, 2)
-    R.load_checks()
     return {"mass": C.LINEAR_MASS, "lo": row["δ from"], "hi": row["δ to"], "zero": C.EXACT, "zero2": C.EXACT,
-            "dirs": QK_DIRECTIONS, "dense": R.get("2.3").dense_features}
+            "dirs": QK_DIRECTIONS}
 
 
 def _entropy() -> float:
@@ -239,8 +237,7 @@ QUOTES: list = [
      passage("its upper end keeps the off-block mass at 1 % (c·δ ≤ {mass}, with c the first-order coefficient).")
      + r"[\s\S]*?" + passage("Its slope over δ ∈ [{lo}, {hi}] must be 1 ± 0.1, and its value at δ = 0 at most {zero}.")
      + r"[\s\S]*?" + passage("or a commutator above {zero2} at δ = 0, is a failure")
-     + r"[\s\S]*?" + passage("takes the Q/K derivative along {dirs} Gaussian directions")
-     + r"[\s\S]*?" + passage("above `DENSE_FEATURES`, or {dense} for 2.3")),
+     + r"[\s\S]*?" + passage("takes the Q/K derivative along {dirs} Gaussian directions")),
     (TRAINED, "the figure's stack", figure_stack,
      passage("400k bytes: validation {loss} nats/byte at 4 layers) is the stack")),
     (TRAINED, "the grid's trained column", grid_trained_column,

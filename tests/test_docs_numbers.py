@@ -167,7 +167,7 @@ QUOTES += [
 REACH = "docs/reach.md"
 QUOTES += [
     (REACH, "reach on the toy stacks", D.reach_small,
-     passage("(trained stack: slopes {slope0}, {slope1}, {slope2}, {slope3}, tolerance ≈ {tol}; coefficients to 5 "
+     passage("(trained stack: slopes {slope0}, {slope1}, {slope2}, {slope3}, tolerance ≈ {tol}; coefficients to 4 "
              "digits, e.g. c₁ = {c1} measured against {c1p} predicted for 2.1/2.3); 4.1 at the reference: slopes "
              "{ref_inv} and {ref_vis}; 3.2(a): slopes {cg_full} (full) and {cg_block} (block).")
      + r"[\s\S]*?" + passage("s₀ = {s0} under the trained stack's embedding (windows {w_lo}–{w_hi}) and {s0_rnd} under "
