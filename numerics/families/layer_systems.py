@@ -139,17 +139,18 @@ def spectral_norm(M: torch.Tensor) -> torch.Tensor:
 
 def top_singular_value(M: torch.Tensor) -> torch.Tensor:
     """‖M‖₂ over the last two dims, √λ_max(MᵀM) as :func:`spectral_norm`, with LAPACK's ?syevr asked for
-    the largest eigenvalue alone (SciPy, on the host; the result returns to M's device).  The same
-    MᵀM and the same O(n·eps) relative accuracy; it skips the rest of the spectrum, which at
-    n = 768–1536 makes it 3–20× faster than ``eigvalsh`` on a CPU (the scale forms' norms)."""
+    the largest eigenvalue alone (SciPy).  The same MᵀM and the same O(n·eps) relative accuracy; it skips
+    the rest of the spectrum, which at n = 768–1536 makes it 3–20× faster than ``eigvalsh`` on a CPU (the
+    scale forms' norms).  On another device it is :func:`spectral_norm` there (no round trip to the host)."""
+    if M.device.type != "cpu":
+        return spectral_norm(M)
     from scipy.linalg import eigh
 
-    S = (M.transpose(-1, -2) @ M).detach().cpu()
+    S = (M.transpose(-1, -2) @ M).detach()
     n = S.shape[-1]
     top = [eigh(s, eigvals_only=True, subset_by_index=[n - 1, n - 1], driver="evr", check_finite=False)[0]
            for s in S.reshape(-1, n, n).numpy()]
-    out = torch.tensor(np.array(top), dtype=S.dtype).reshape(S.shape[:-2])
-    return out.to(M.device).clamp_min(0).sqrt()
+    return torch.tensor(np.array(top), dtype=S.dtype, device=S.device).reshape(S.shape[:-2]).clamp_min(0).sqrt()
 
 
 # -- interval certification ----------------------------------------------------------------------
