@@ -4,17 +4,10 @@ Every formula comes from ``numerics.generated.stability`` (derived in
 ``theory/stability.py``).  Four layers of functionality, in three modules; this one is their
 public face (everything below is importable from ``numerics.families.stability``):
 
-* **abstract per-layer systems** — norms a_ℓ = ‖G_ℓ‖, k_ℓ = ‖K_ℓ‖ (batched, last dim = layers):
-  ``log_growth`` S(g), ``stability_margin`` μ, ``solve_gate_bound`` g* (batched Newton from
-  g = 0, which increases monotonically to the root because S is concave and increasing),
-  ``small_h_gate_bound`` μ / mean(k/a) (a proven lower bound on g*), ``gated_product``;
-* **certification** — ``certify_gate_bound`` returns a ``GateEnclosure``: μ and g* enclosed
-  with ``mpmath.iv`` interval arithmetic at 50 digits (an enclosure [g_lo, g_hi] is proved by
-  S(g_lo) < 0 < S(g_hi) on intervals; S increasing makes the root unique), or the
-  statement "no certified gate" where μ ≤ 0 cannot be excluded;
-* **2×2 exact boundaries** — ``jury_gate_radius`` (discrete G + hgK) and
-  ``routh_hurwitz_gate_radius`` (continuous F + gK) from the generated condition polynomials
-  (these three: ``numerics/families/layer_systems.py``);
+* **abstract per-layer systems, their certification and the 2×2 exact boundaries** — ``log_growth`` S(g),
+  ``stability_margin`` μ, ``solve_gate_bound`` g*, ``certify_gate_bound`` (a ``GateEnclosure``),
+  ``jury_gate_radius``, ``routh_hurwitz_gate_radius``: ``numerics/families/layer_systems.py``, whose
+  docstring states each;
 * **real stacks** (the maps: ``numerics/families/slow_mode_maps.py``; the certificate and the onset: here) — ``slow_mode_maps`` (per-layer G_ℓ and K_ℓ on the n·d slow, block-mean
   modes at the token-homogeneous reference), ``gate_certificate(stack)``,
   ``gated_layer_jacobians`` and ``expansion_onset`` (the real gated stack, measured).
