@@ -5,7 +5,8 @@ One model per document, at the layer that owns it:
 - ``stack-spec``: :class:`numerics.stacks.params.StackSpecModel` (a stack, as a manifest's ``spec`` or a sweep row names it);
 - ``checkpoint-manifest``: :class:`numerics.storage.checkpoint.CheckpointManifest` (``fastslow train``, ``import-hf``);
 - ``sweep-spec``: :class:`proofs_check.sweep.spec.SweepFile` (a sweep's TOML file, as parsed);
-- ``ledger``: :class:`proofs_check.verdicts.ledger_schema.Ledger` (``fastslow check --json``).
+- ``ledger``: :class:`proofs_check.verdicts.ledger_schema.Ledger` (``fastslow check --json``);
+- ``run-log``: :class:`proofs_check.runlog.RunLog` (docs/runs.json, the runs the docs quote).
 
 ``python -m proofs_check.schemas`` writes them to docs/schema/<document>.schema.json;
 ``--check`` exits 1, naming the file, when a committed schema differs from what the models generate.
@@ -26,10 +27,11 @@ def models() -> dict:
     from numerics.storage.checkpoint import CheckpointManifest
     from numerics.stacks.params import StackSpecModel
     from proofs_check.verdicts.ledger_schema import Ledger
+    from proofs_check.runlog import RunLog
     from proofs_check.sweep.spec import SweepFile
 
     return {"stack-spec": StackSpecModel, "checkpoint-manifest": CheckpointManifest, "sweep-spec": SweepFile,
-            "ledger": Ledger}
+            "ledger": Ledger, "run-log": RunLog}
 
 
 def schema(name: str) -> dict:

@@ -429,3 +429,19 @@ def gpt2_bytes() -> dict:
                ln=statistics.fmean([smooth["trained"]["ln1.gamma"], smooth["trained"]["ln2.gamma"]]),
                sqrt2=math.sqrt(2))
     return out
+
+
+def run(run_id: str, prefix: str = "") -> dict:
+    """The numbers of one entry of the run log (docs/runs.json) as a doc quotes them, each name prefixed by
+    ``prefix``: ``wall`` (seconds), ``wall_min`` and ``wall_sec`` ("36 min 49 s"), ``cpu`` (user + system),
+    ``user``, ``sys``, ``rss`` (GiB), ``lo``/``hi``/``mean`` (the load average), ``hour``/``minute`` (UTC start)."""
+    from proofs_check.runlog import load
+
+    r = load()[run_id]
+    minutes, seconds = divmod(round(r.wall_s), 60)
+    values = {"wall": r.wall_s, "wall_min": minutes, "wall_sec": seconds, "hour": r.start.hour,
+              "minute": r.start.minute}
+    optional = {"cpu": r.cpu_s, "user": r.user_s, "sys": r.system_s, "rss": r.peak_rss_gib, "mean": r.load_mean,
+                "lo": r.load[0] if r.load else None, "hi": r.load[1] if r.load else None}
+    values.update({k: v for k, v in optional.items() if v is not None})
+    return {prefix + k: v for k, v in values.items()}
