@@ -22,6 +22,9 @@ import pytest
 
 import docs_quotes_reach
 import docs_quotes_real_models
+import docs_quotes_runs
+import docs_quotes_sweeps
+import docs_quotes_theory_trained
 import docs_quotes_trained
 import docs_ties as D
 from docs_ties import passage
@@ -286,6 +289,7 @@ QUOTES += [
 
 # more passages, one module a doc or two (each a list QUOTES of the same shape)
 QUOTES += docs_quotes_trained.QUOTES + docs_quotes_reach.QUOTES + docs_quotes_real_models.QUOTES
+QUOTES += docs_quotes_sweeps.QUOTES + docs_quotes_runs.QUOTES + docs_quotes_theory_trained.QUOTES
 
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
