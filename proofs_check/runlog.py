@@ -23,6 +23,7 @@ import platform
 import re
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -164,22 +165,26 @@ def time_command(run_id: str, argv: list[str], note: str | None = None) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(prog="python -m proofs_check.runlog", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    timed = sub.add_parser("time", help="run a command, measure it, record it under ID")
+    timed = sub.add_parser("time", help="run a command, measure it, record it under ID",
+                           usage="python -m proofs_check.runlog time ID [--note NOTE] -- COMMAND ...")
     timed.add_argument("id")
     timed.add_argument("--note")
-    timed.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     sub.add_parser("check", help="validate docs/runs.json")
     args = parser.parse_args(argv)
     if args.action == "check":
         print(f"{len(load().runs)} runs, valid")
         return 0
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not re.fullmatch(Run.model_fields["id"].metadata[0].pattern, args.id):
         parser.exit(2, f"id: {args.id!r} is not a run id (lower-case letters, digits and '-')\n")
     if not command:
         parser.exit(2, "command: give the command to time after --\n")
+    if shutil.which(command[0]) is None:
+        parser.exit(2, f"command: {command[0]!r} is not an executable on PATH\n")
     status, run = time_command(args.id, command, args.note)
     if run is None:
         print(f"the command exited {status}; nothing recorded", file=sys.stderr)

@@ -26,10 +26,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 UNTIED = Path(__file__).with_name("docs_numbers_untied.json")
-#: The docs this inventory covers (docs/depth_study.md, docs/performance.md and docs/verification_power.md are
-#: not yet scanned).
-DOCS = ("docs/theory.md", "docs/claims.md", "docs/trained.md", "docs/real_models.md", "docs/reach.md",
-        "docs/sweeps.md", "docs/testing.md", "docs/reliability.md", "docs/figures.md", "README.md")
+#: The docs this inventory covers: every page of docs/ (and its sub-folders) and the README.
+DOCS = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))
+#: Parts of a doc that code writes from a committed record, each held to its record by a test: (doc, the heading
+#: the part begins at, the test).  They count as generated.
+GENERATED_PARTS = (
+    ("docs/depth_study.md", "## Results",
+     "tests/test_depth_study.py::test_committed_results_match_the_committed_record"),
+)
+#: Pre-registrations: text frozen when it was registered and dated (the settings, thresholds and decision rule,
+#: and the observations an amendment was made on), never edited after the data were seen.  Its numbers are what
+#: was registered, not measurements of today's code; tests/test_preregistrations.py holds the registered settings
+#: to the record of the run that followed.  (doc, the heading it begins at or None for the top, the heading it
+#: ends at or None for the end.)
+FROZEN = (
+    ("docs/depth_study.md", "## Pre-registration", "## Results"),
+    ("docs/trained/text-7.3-capacity.md", None, None),
+    ("docs/trained/text-7.3-power.md", "## Pre-registered decision rule", "## Outcome"),
+)
 
 NUMBER = re.compile(r"(?<![\w.·/^_])[−-]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[−-]?\d+)?(?!\w)")
 _CLAIM = r"(?<![\d.])(?:1\.[12]|2\.[1-4]|3\.[12]|4\.[12]|5\.[1-3]|6\.[1-4]|7\.[1-3]|8\.1)(?![\d])"
@@ -44,7 +58,8 @@ RULES = (
      rf"(?m)^\|\s*{_CLAIM}(?:\([ab]\))?(?=\s*[|:/]|\s+[A-Za-z])|\*\*{_CLAIM}|(?<=[(/–,] ){_CLAIM}(?=[,)/–]|\(a\))"
      rf"|(?<=[(/–,]){_CLAIM}(?=[,)/–]|\(a\))|{_CLAIM}(?=\(a\)|/{_CLAIM})|(?<=/){_CLAIM}"
      rf"|{_CLAIM}(?:(?:, | and |–| or |, and ){_CLAIM})+|{_CLAIM}(?= \*)|(?<=ledger's ){_CLAIM}|(?<=\n\| ){_CLAIM}(?=, {_CLAIM})"
-     rf"|(?:(?<=for )|(?<=of )){_CLAIM}(?=[:;,.)]| check| table| and)"),
+     rf"|(?:(?<=for )|(?<=of )){_CLAIM}(?=[:;,.)]| check| table| and)"
+     rf"|(?<=\| ){_CLAIM}(?= \|)|(?<=\(){_CLAIM}(?=:)|(?<=on ){_CLAIM}(?= the )"),
     ("a claim's number used as its name ('7.3's interval', '7.3 on text')",
      r"(?<![\d.])\d\.\d(?=(?:'s|’s| on text))"),
     ("a setting the run was given (sizes, seeds, the value scale c, tolerances τ, option values)",
@@ -60,7 +75,10 @@ RULES = (
      r"(?<![\d.,])[−-]?[01](?![\d.,]\d|\d)"),
     ("a depth or size the run was given", r"(?:at depths?|L = |over)\s*" + _RANGE),
     ("a software or command-line constant (Python ≥ 3.11, AVX-512, exit status 2)",
-     r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits)(?: with)? (?:status |code )?\d(?:,? \d)*(?: or \d)?"),
+     r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits)(?: with)? (?:status |code )?\d+(?:,? \d+)*(?: or \d+)?"
+     r"|\b130 an interrupt"),
+    ("an ordinal of a list or a heading ('(3)', '## 2. numerics/')", r"(?<=\()\d(?=\))|(?m:^#+\s+\d+(?=\.))"),
+    ("a budget the project sets itself (the suite's time on 2 cores)", r"under ~\d+ minutes on 2 cores"),
     ("an example input a refusal is shown on", r"\(1e-50 in float32|a 4-task\b"),
     ("a check's tolerance constant, as its code states it", r"below 64·eps|clock to 10·L·\(d\+1\)"),
     ("a perturbation or gate the check applies (its size is chosen, not measured)",
@@ -77,10 +95,24 @@ RULES = (
 )
 
 
-def prose(text: str) -> str:
-    """``text`` with generated sections, code and link targets blanked (offsets kept)."""
+def _part(text: str, begin: str | None, end: str | None) -> tuple[int, int]:
+    """The character span from heading ``begin`` (None: the top) to heading ``end`` (None: the end)."""
+    def at(heading):
+        m = re.search(rf"(?m)^{re.escape(heading)}\b", text)
+        assert m, f"no heading {heading!r}"
+        return m.start()
+    return (0 if begin is None else at(begin)), (len(text) if end is None else at(end))
+
+
+def prose(text: str, doc: str = "") -> str:
+    """``text`` with generated sections and parts, frozen pre-registrations, code and link targets blanked
+    (offsets kept)."""
     def blank(m):
         return re.sub(r"[^\n]", " ", m.group(0))
+    parts = [_part(text, begin, end) for d, begin, end in [(d, b, None) for d, b, _ in GENERATED_PARTS] + list(FROZEN)
+             if d == doc]
+    for a, b in parts:
+        text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
     text = re.sub(r"<!-- generated:(\w+) -->.*?<!-- /generated:\1 -->", blank, text, flags=re.S)
     text = re.sub(r"```.*?```", blank, text, flags=re.S)
     text = re.sub(r"(?m)^    .*$", blank, text)
@@ -100,7 +132,7 @@ def _heading(text: str, start: int) -> str:
 
 def untied(doc: str, text: str, tied: list[tuple[int, int]]) -> list[tuple[str, str]]:
     """(heading, key) of every number in ``text`` that no generated section, tie or rule covers."""
-    body = prose(text)
+    body = prose(text, doc)
     covered = bytearray(len(body))
     for a, b in tied:
         covered[a:b] = b"\x01" * (b - a)

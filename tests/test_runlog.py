@@ -36,6 +36,13 @@ def test_a_failing_command_records_nothing(tmp_path, monkeypatch):
     assert not (tmp_path / "runs.json").exists()
 
 
+def test_a_note_before_the_command_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(R, "RUNS", tmp_path / "runs.json")
+    assert R.main(["time", "noted", "--note", "OMP_WAIT_POLICY=PASSIVE", "--", sys.executable, "-c", "pass"]) == 0
+    (run,) = R.load().runs
+    assert run.note == "OMP_WAIT_POLICY=PASSIVE" and run.command.endswith("-c pass")
+
+
 def test_rerun_replaces_the_entry_of_its_id(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "RUNS", tmp_path / "runs.json")
     for _ in range(2):
@@ -43,7 +50,8 @@ def test_rerun_replaces_the_entry_of_its_id(tmp_path, monkeypatch):
     assert [r.id for r in R.load().runs] == ["same"]
 
 
-@pytest.mark.parametrize("argv, word", [(["time", "Bad_Id", "--", "true"], "id"), (["time", "ok"], "command")])
+@pytest.mark.parametrize("argv, word", [(["time", "Bad_Id", "--", "true"], "id"), (["time", "ok"], "command"),
+                                        (["time", "ok", "--", "no-such-program-xyz"], "command")])
 def test_bad_input_exits_2_naming_the_parameter(tmp_path, monkeypatch, capsys, argv, word):
     monkeypatch.setattr(R, "RUNS", tmp_path / "runs.json")
     with pytest.raises(SystemExit) as e:
