@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 
-#: the seed range: torch.Generator.manual_seed takes 64-bit seeds and simulate uses seed + 1.
+#: seeds lie in [0, SEED_MAX): simulate also draws with seed + 1, which must stay a signed 64-bit integer.
 SEED_MAX = 2**63 - 1
 DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
 FLOAT_KNOBS = ("gate", "value_scale", "weight_scale", "decay", "ln_gain")
@@ -55,8 +55,8 @@ def _real(value):
 
 def _seed(value):
     value = _integral(value)
-    if not 0 <= value <= SEED_MAX:
-        raise ValueError(f"is out of range: a seed is an integer in [0, 2**63 - 1 = {SEED_MAX}]")
+    if not 0 <= value < SEED_MAX:
+        raise ValueError(f"is out of range: a seed is an integer in [0, 2**63 - 1 = {SEED_MAX})")
     return value
 
 

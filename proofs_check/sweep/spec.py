@@ -138,7 +138,7 @@ class _SweepKeys(BaseModel):
 
     claim: str = Field(description="a claim with an on-stack form (proofs_check.claims)")
     seeds: int = Field(1, ge=1, description="seeds first_seed … first_seed + seeds - 1")
-    first_seed: int = Field(0, ge=0, le=SEED_MAX)
+    first_seed: int = Field(0, ge=0, lt=SEED_MAX)
     scale: str | None = Field(None, description="a scale preset whose sizes are the base (numerics.stacks.presets)")
     arch_options: dict[str, Any] = Field(default_factory=dict, description="the architecture's options, fixed")
     figure: Annotated[list[Figure], BeforeValidator(lambda v: [v] if isinstance(v, dict) else v)] = Field(
