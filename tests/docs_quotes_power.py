@@ -38,3 +38,47 @@ QUOTES: list = [
      + r"[\s\S]*?" + passage("The earlier rule gives [+{old_lo}, +{old_hi}], also helps. Descriptively, the pooled 8 "
                               "seeds (pilot and rerun) have mean +{pooled} with")),
 ]
+
+VP = "docs/verification_power.md"
+QUOTES += [
+    (VP, "mutant catalogues", P.mutant_catalogues,
+     passage("applies deliberate mistakes to the SymPy derivations ({theory} theory mutants:") + r"[\s\S]*?"
+     + passage("(`proofs_check/mutation/hand_written_source.py`, {source} one-line mistakes")),
+    (VP, "code mutants, the full run", P.code_mutants_full,
+     passage("load {all_lo}–{all_hi}; {all_wall_min} min wall for the whole run with its theory and source mutants, "
+             "the code step {code_wall_min} min; the survivors: [equivalent_mutants.md](equivalent_mutants.md)): "
+             "**code {killed}/{total} = {score}**: `numerics/stacks/kernels.py` {k_killed}/{k_total} = {k_score}, "
+             "`numerics/generated/factorisation.py` {f_killed}/{f_total} = {f_score}, `slow_manifold.py` "
+             "{s_killed}/{s_total} = {s_score}, `stability.py` {b_killed}/{b_total} = {b_score}, the other generated "
+             "modules {others}; outside `numerics/stacks/stack.py` every survivor ({equivalent}) is equivalent.")),
+    (VP, "7.2's Monte Carlo size", P.monte_carlo_size,
+     passage("δ = σ²/(P(P−1)) = {delta} at P = {P}, sd(φ²) = √2·c, z = {z} (the check's critical value), power "
+             "{power} → **{n} sequences**")),
+    (VP, "adjoint probes' bound", P.adjoint_bound, passage("probe pair; above min({c}/√(T·d), 1 − 10⁻⁶)")),
+    (VP, "cross-checks in the ledger", P.cross_checks,
+     passage("toy preset in the committed ledger (docs/ledger.json, `--profile ci`): {mf_lo}–{mf_hi} s wall per claim.")
+     + r"[\s\S]*?" + passage("Unmutated, in the committed ledger (docs/ledger.json): {claims} claims, errors up to {err} "
+                              "against tolerances from {tol} (worst ratio {ratio};")
+     + r"[\s\S]*?" + passage("enclosures coincide); {skip0} and {skip1} have no number here with a dense twin")
+     + r"[\s\S]*?" + passage("Cost: {sec_lo}–{sec_hi} s wall per claim")),
+    (VP, "GPT-2 mapping", P.gpt2_mapping,
+     passage("two built-in tiny GPT-2 checkpoints (d = {d}, {heads} heads, L = {L}, `layer_norm_epsilon` = {eps}, every "
+             "bias nonzero;") + r"[\s\S]*?"
+     + passage("gap ≤ {gap} against tolerance 2n·u = {tol}; a wrong config key for ε, the other GELU form or b_V left "
+               "unfolded miss by at least {miss}")),
+    (VP, "seeds audited", P.seed_offsets,
+     passage("each have their own offset (x̄ +{xbar}, ‖J‖₂'s start +0, 3.2's operator +{op}, mode probe +{mode}, "
+             "(W_Q, W_K) tangent +{qk}, gate direction +{gate}, probes +{probes} + k, the adjoint pair "
+             "+{adj0}/+{adj1}, 5.1's aligned systems +{aligned});")
+     + r"[\s\S]*?" + passage("evaluate at the same state X (seed + {fd}: one quantity, two routes);")
+     + r"[\s\S]*?" + passage("reuses its value tangents (seed + {tangent}) for the same derivative; 4.1's dense check "
+                              "draws the decaying offset and its mean-carrying control from one seed (+{dec}: a paired "
+                              "control, p_mean = p_dec + 1(wᵀp); the scale form uses +{sdec} and +{smean}).")
+     + r"[\s\S]*?" + passage("Claim 5.1 ({b51} abstract systems) and Claim 5.2 ({b52} aligned systems)")),
+    (VP, "code mutants in stack.py", P.code_mutants_stack,
+     passage("on the current code (2026-12-07 {hour}:{minute} UTC, commit b60a6a6, idle 2-core VM, load {lo}–{hi}, "
+             "{wall} s; docs/equivalent_mutants.md): **{killed}/{total} = {score}**: {survivors} survivors, "
+             "{equivalent} equivalent (E1 {e1}, E9 {e9}) and {device} device-only (D), none open;")
+     + r"[\s\S]*?" + passage("The equivalents-excluded score is {killed2}/{excluded}.")
+     + r"[\s\S]*?" + passage("- **E1, {e1b}**:") + r"[\s\S]*?" + passage("- **D, {db}**:")),
+]
