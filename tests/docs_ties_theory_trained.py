@@ -1,0 +1,73 @@
+"""Where the numbers of ``docs_quotes_theory_trained``'s passages come from: the ledger, the records
+``fastslow check --stack DIR --claim 6.4 --json`` wrote for the trained stacks (docs/trained/*-6.4.json), the run
+log (docs/runs.json), the claims' own stack settings, and quantities recomputed here.
+
+Each function returns the values of one passage by the names its template gives them, in the form
+``tests/test_docs_numbers.py``'s ``agrees`` compares: a number, or ("≤", v) for a bound quoted as the tightest at
+its precision.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import docs_ties as D
+
+
+# ------------------------------------------------------------------------------------------ docs/theory.md
+def eigen_coordinates_2_3() -> dict:
+    """Claim 2.3's control in the ledger: the relative off-block error of the factorisation in the float64
+    eigensolver's basis of the causal kernel at T = 16, 24, 32, each within the control's band of its first-order
+    rounding prediction (the doc says first-order rounding predicts each)."""
+    rows = {r["T"]: r for r in D._claim("2.3")["numeric"]["table"] if "eigen_error" in r}
+    for r in rows.values():
+        assert 0.5 < r["eigen_error"] / r["predicted_error"] < 2.0, r     # the control's ratio band
+    return {f"e{T}": rows[T]["eigen_error"] for T in (16, 24, 32)}
+
+
+def value_scale_3_2() -> dict:
+    """3.2 (b)'s stacks as the claim draws them (its registered specs): the value scale c of the 12-layer
+    stacks, W_VO ≈ c·I."""
+    from proofs_check.verdicts.evidence import CheckContext
+    from proofs_check.verdicts.registry import get, load_checks
+
+    load_checks()
+    deep = [s for s in get("3.2").specs("preln", CheckContext()) if s.layers == 12]
+    (c,) = {s.knob("value_scale") for s in deep}
+    return {"c": c}
+
+
+def _verdict_6_4(path: str) -> tuple[dict, dict]:
+    rec = D._record(path)
+    (claim,) = rec["claims"]
+    assert claim["id"] == "6.4" and claim["status"] == "conditional", claim["status"]
+    return rec["stack"], claim["verdict"]["measured"]["reach"]
+
+
+def clock_on_trained_6_4() -> dict:
+    """6.4 on two trained stacks, from the records ``fastslow check --stack DIR --claim 6.4 --json`` wrote.
+
+    The grid's stack (docs/trained/small-6.4.json, checked to be ``SMALL``'s training): the clock's largest
+    log-miss of r at the reference and of the text trajectories' distance from {1yᵀ}.  The byte GPT-2 imported
+    at its full context (docs/trained/gpt2-bytes-6.4.json, checked to be docs/trained/gpt2-bytes's config):
+    r_L and the clock's r̂_L over every decaying mode; the distance ratio s_ℓ/s_0 averaged over the validation
+    windows, its range over the layers, and the clock's prediction at the last layer averaged likewise."""
+    from proofs_check.experiments.train import SMALL
+
+    small, rs = _verdict_6_4("docs/trained/small-6.4.json")
+    assert {k: small["config"][k] for k in SMALL.as_dict()} == SMALL.as_dict() and small["trained"], small["config"]
+    gpt, rg = _verdict_6_4("docs/trained/gpt2-bytes-6.4.json")
+    hf = json.loads((D.ROOT / "docs/trained/gpt2-bytes/config.json").read_text())
+    assert all(gpt["config"][k] == hf[k] for k in ("n_embd", "n_layer", "n_head", "n_positions")) and gpt["imported"]
+    modes = rg["modes"]
+    assert len(modes["evaluated"]) == modes["decaying_modes"], modes    # every decaying mode, not a subset
+    real = rg["real_inputs"]
+    by_layer = [statistics.fmean(col) for col in zip(*real["measured"])]
+    return {"sT": small["spec"]["T"], "sd": small["spec"]["d"], "sL": small["spec"]["layers"],
+            "miss": rs["max_log_error"], "real": ("≤", rs["real_inputs"]["max_log_error"]),
+            "gd": gpt["spec"]["d"], "gL": gpt["spec"]["layers"], "gT": gpt["spec"]["T"],
+            "r_lo": min(rg["r_last"]), "r_hi": max(rg["r_last"]), "modes": modes["decaying_modes"],
+            "k_lo": min(rg["rhat_last"]), "k_hi": max(rg["rhat_last"]), "windows": len(real["measured"]),
+            "s_lo": min(by_layer), "s_hi": max(by_layer), "layers": len(by_layer),
+            "s_clock": statistics.fmean(p[-1] for p in real["predicted"])}
