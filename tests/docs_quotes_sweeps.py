@@ -31,3 +31,16 @@ QUOTES: list = [
                "onset / g* = {onset_over_g_star_lo}–{onset_over_g_star_hi} (median {onset_over_g_star_med}) and "
                "g⁺ / onset = {g_plus_over_onset_lo}–{g_plus_over_onset_hi} (median {g_plus_over_onset_med})")),
 ]
+
+QUOTES += [
+    (SWEEPS, "sweep throughput", S.throughput,
+     passage("claim 3.2 on {stacks} stacks with T = 8, d = 8, 3 layers, P = 4; warm clusters, best of two runs; "
+             "2026-12-07, load average {lo}–{hi} from other jobs on the 2 cores): **{rate1} stacks/s with 1 worker, "
+             "{rate2} with 2 workers, a scaling efficiency of {eff}**; the cluster's overhead is **{ovh1} ms per task** "
+             "with 1 worker and {ovh2} ms with 2 workers") + ANY
+     + passage("against {inside} s per task inside `evaluate` on the one worker. The same stacks evaluated serially "
+               "in the `bench` process, in the same run, took {serial} s each") + ANY
+     + passage("Starting the cluster took {start} s, warming its worker (it imports the claims and evaluates one "
+               "stack) {warm1} s, and scaling to two workers and warming the second {warm2} s. The two timed runs "
+               "took {r1a} and {r1b} s with 1 worker, {r2a} and {r2b} s with 2 workers")),
+]

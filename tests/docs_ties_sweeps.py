@@ -64,12 +64,14 @@ def a_priori() -> dict:
 
 
 def throughput() -> dict:
-    """``benchmarks.sweep.run``'s record and its run-log entry (the load while it ran)."""
+    """``benchmarks.sweep.run``'s record (docs/sweeps/bench-sweep.json) and its run-log entry (the load while it
+    ran); the time inside ``evaluate`` per task is the one-worker sweep's evaluate seconds over its stacks."""
     b = _record("docs/sweeps/bench-sweep.json")
     one, two = b["one_worker"], b["two_workers"]
     r = run("bench-sweep")
     return {"stacks": b["config"]["stacks"], "lo": r["lo"], "hi": r["hi"], "rate1": one["stacks_per_second"],
             "rate2": two["stacks_per_second"], "eff": b["scaling_efficiency"],
             "ovh1": 1e3 * one["overhead_seconds_per_task"], "ovh2": 1e3 * two["overhead_seconds_per_task"],
-            "serial": b["serial_seconds_per_stack"], "start": b["cluster_start_seconds"],
-            "warm1": one["warm_up_seconds"], "warm2": two["warm_up_seconds"]}
+            "inside": one["evaluate_seconds"] / one["stacks"], "serial": b["serial_seconds_per_stack"],
+            "start": b["cluster_start_seconds"], "warm1": one["warm_up_seconds"], "warm2": two["warm_up_seconds"],
+            "r1a": one["repeats"][0], "r1b": one["repeats"][1], "r2a": two["repeats"][0], "r2b": two["repeats"][1]}
