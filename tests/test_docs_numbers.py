@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import docs_quotes_house
+import docs_quotes_mutants
 import docs_quotes_power
 import docs_quotes_reach
 import docs_quotes_real_models
@@ -292,7 +293,7 @@ QUOTES += [
 # more passages, one module a doc or two (each a list QUOTES of the same shape)
 QUOTES += docs_quotes_trained.QUOTES + docs_quotes_reach.QUOTES + docs_quotes_real_models.QUOTES
 QUOTES += docs_quotes_sweeps.QUOTES + docs_quotes_runs.QUOTES + docs_quotes_theory_trained.QUOTES
-QUOTES += docs_quotes_power.QUOTES + docs_quotes_house.QUOTES
+QUOTES += docs_quotes_power.QUOTES + docs_quotes_house.QUOTES + docs_quotes_mutants.QUOTES
 
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
