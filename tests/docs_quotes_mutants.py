@@ -39,7 +39,8 @@ def _survivors_pattern(title: str) -> str:
 
 def _rules_pattern(title: str) -> str:
     return (_anchor(title) + passage("exactly (division by {one} is exact") + ANY
-            + passage("by rounding only (~{rounding} relative)") + ANY + passage("**E6** (equivalent): flatten(-{dim})"))
+            + passage("by rounding only (~{rounding} relative)") + ANY + passage("**E6** (equivalent): flatten(")
+            + r"(?P<dim>-\d+)\)")
 
 
 _NOW, _EARLIER = M.SECTIONS
@@ -55,4 +56,7 @@ QUOTES: list = [
     (DOC, "stack.py run, provenance", lambda: run("code-mutants-stack-2026-12-07"),
      passage("## numerics/stacks/stack.py, 2026-12-07 {hour}:{minute} UTC (commit b60a6a6,") + ANY
      + passage("idle 2-core VM, load {lo}–{hi}, {wall} s)")),
+    (DOC, "the stack.py run before", M.run_before,
+     passage("The run before (2026-12-04 {hour}:{minute}–{end_hour}:{end_minute}, commit 87177d0, load {lo}–{hi}) "
+             "scored {killed}/{total} = {score}: its two extra survivors")),
 ]

@@ -116,5 +116,19 @@ def rule_numbers() -> dict:
     why = {r.key: r.why for r in RULES}
     (one,) = re.findall(r"division by ([\d.]+)", why["E3"])
     (rounding,) = re.findall(r"rounding only \(~([\de.-]+) relative\)", why["E5"])
-    (dim,) = re.findall(r"flatten\(-(\d+)\)", why["E6"])
+    (dim,) = re.findall(r"flatten\((-\d+)\)", why["E6"])
     return {"one": float(one), "rounding": float(rounding), "dim": int(dim)}
+
+
+def run_before() -> dict:
+    """The stack.py run before the current one: its time and load from the run log, its score from its counts, and
+    its survivors the current run's plus the two it names (mutants − killed = survivors)."""
+    from docs_ties import run
+
+    out = run("code-mutants-stack-2026-12-04")
+    end = (out["hour"] * 60 + out["minute"]) * 60 + out["wall"]
+    m = re.search(r"scored (\d+)/(\d+) = ", section("numerics/stacks/stack.py, 2026-12-07"))
+    killed, total = int(m.group(1)), int(m.group(2))
+    extra = len(survivors("numerics/stacks/stack.py, 2026-12-07")) + 2
+    return out | {"end_hour": int(end // 3600), "end_minute": int(end % 3600 // 60), "killed": total - extra,
+                  "total": killed + extra, "score": killed / total}
