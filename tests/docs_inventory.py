@@ -77,6 +77,7 @@ RULES = (
     ("a software or command-line constant (Python ≥ 3.11, AVX-512, exit status 2)",
      r"Python ≥ \d\.\d+|AVX-512|(?:exit|exits)(?: with)? (?:status |code )?\d+(?:,? \d+)*(?: or \d+)?"
      r"|\b130 an interrupt"),
+    ("a file's name (text-7.3-power.md)", r"[\w./-]*\d[\w./-]*\.(?:md|json|png|py|toml|parquet)\b"),
     ("an ordinal of a list or a heading ('(3)', '## 2. numerics/')", r"(?<=\()\d(?=\))|(?m:^#+\s+\d+(?=\.))"),
     ("a budget the project sets itself (the suite's time on 2 cores)", r"under ~\d+ minutes on 2 cores"),
     ("the confidence level the summary's interval is computed at (proofs_check.sweep.summary.CONFIDENCE)",

@@ -165,7 +165,7 @@ def test_the_length_check_sees_a_long_module(tmp_path):
 #: only from its own layer and the layers before it (docs/ARCHITECTURE.md, "Layers inside proofs_check").
 #: The registry finds the claims through an entry point (``verdicts.registry.load_checks``), not an import.
 SUBPACKAGE_LAYERS = (
-    ("environment", "extras", "integrity", "progress", "timeouts", "tables", "timings"),
+    ("environment", "extras", "integrity", "progress", "timeouts", "tables", "timings", "runlog"),
     ("verdicts",),
     ("validation", "inputs"),
     ("sweep",),
