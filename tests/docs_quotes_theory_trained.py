@@ -9,6 +9,8 @@ import docs_ties_theory_trained as V
 from docs_ties import passage
 
 THEORY = "docs/theory.md"
+TRAINED = "docs/trained.md"
+RELIABILITY = "docs/reliability.md"
 ORBIT = r"\{1yᵀ\}"          # the literal set {1yᵀ}, which a template would read as a number's name
 
 
@@ -32,4 +34,15 @@ QUOTES: list = [
                         "reference where the clock predicts {k_lo}–{k_hi}, and the distance of validation-text "
                         "trajectories from {1yᵀ}, averaged over {windows} windows, stays at {s_lo}–{s_hi} of its start "
                         "through the {layers} layers where the clock predicts {s_clock} at the last")),
+    (TRAINED, "2.2's refusal threshold", V.mass_floor_factor, passage("A mass floor above {k} eps cond(S)")),
+    (TRAINED, "the grid's stack trains", V.small_train,
+     passage("It trains in {wall} s wall on first use ({cpu} CPU-s, one thread, load {lo}, 2026-12-07; run log "
+             "`grid-small-train`)")),
+    (TRAINED, "7.3's runs", V.runs_7_3,
+     passage("{p_wall_min} min wall at nice {nice} on the shared VM; run log `text-7-3-powered-rerun`)") + r"[\s\S]*?"
+     + passage("in {r_wall_min} min {r_wall_sec} s wall (run log `text-73-pilot-rerun`)")),
+    (TRAINED, "the visibility gap", V.visibility_gap,
+     passage("The gap σ₈/max(σ₉, σ₁·eps) is {trained} after training and {random} before")),
+    (RELIABILITY, "train's measured peak", V.train_peak,
+     passage("a measured peak RSS of {gb} GB, the interpreter's included, at")),
 ]

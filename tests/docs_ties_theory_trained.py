@@ -71,3 +71,86 @@ def clock_on_trained_6_4() -> dict:
             "k_lo": min(rg["rhat_last"]), "k_hi": max(rg["rhat_last"]), "windows": len(real["measured"]),
             "s_lo": min(by_layer), "s_hi": max(by_layer), "layers": len(by_layer),
             "s_clock": statistics.fmean(p[-1] for p in real["predicted"])}
+
+
+# ----------------------------------------------------------------------------------------- docs/trained.md
+def mass_floor_factor() -> dict:
+    """The factor k of 2.2's refusal "a mass floor above k eps cond(S)", measured on the check's own grid builder
+    (``conditions.violation_deltas``) by bisection: the off-block mass at δ = 0 is set to k·eps·cond(S) (float64's
+    machine epsilon, taken from numpy here) and the builder either refuses the unbroken stack or builds a grid."""
+    from unittest import mock
+
+    import numpy as np
+
+    from proofs_check.claims.factorisation import conditions as C
+
+    eps, cond = float(np.finfo(np.float64).eps), 1e3
+
+    def refused(k: float) -> bool:
+        with mock.patch.object(C, "violated", return_value=()), \
+                mock.patch.object(C, "_off_block_mass", return_value=(k * eps * cond, cond)), \
+                mock.patch.object(C, "control_masses", return_value=[C.LINEAR_MASS / 2]):
+            return not C.violation_deltas("inhomogeneous", None, 3)[2]
+
+    lo, hi = 1.0, 1e4
+    assert not refused(lo) and refused(hi)
+    while hi / lo > 1 + 1e-9:
+        mid = (lo * hi) ** 0.5
+        lo, hi = (lo, mid) if refused(mid) else (mid, hi)
+    return {"k": hi}
+
+
+def visibility_gap() -> dict:
+    """The visibility figure's gap σ₈/max(σ₉, σ₁·eps) for the trained stack and its initialisation, from the
+    visible spectrum ``docs_quotes_trained.visibility_spectrum`` remeasures (d rows by jacrev, so σ₉ = 0 on
+    that route and the gap is σ₈/(σ₁·eps), eps float64's machine epsilon from numpy)."""
+    import numpy as np
+
+    import docs_quotes_trained
+
+    v = docs_quotes_trained.visibility_spectrum()
+    eps = float(np.finfo(np.float64).eps)
+    return {"trained": v["trained_min"] / v["trained_max"] / eps, "random": v["random_min"] / v["random_max"] / eps}
+
+
+def _entry(run_id: str, prefix: str, *flags: str) -> dict:
+    """``docs_ties.run`` of one run-log entry, after checking that the entry ran the command the doc describes
+    (each of ``flags`` is in its command line)."""
+    from proofs_check.runlog import load
+
+    command = load()[run_id].command
+    assert all(f in command for f in flags), (run_id, command, flags)
+    return D.run(run_id, prefix)
+
+
+def small_train() -> dict:
+    """The grid's stack trained from an empty folder (run log ``grid-small-train``)."""
+    return _entry("grid-small-train", "", "OMP_NUM_THREADS=1", "default_checkpoint")
+
+
+def trained_timings() -> dict:
+    """docs/trained.md's measured runs: the CI smoke run's sizes, Claim 7.3's check from an empty cache (quick
+    and full), the default checkpoint (run log entries)."""
+    out = _entry("ci-smoke-train", "smoke_", "--d 32 --layers 2", "--T 64", "--tokens 80000", "OMP_NUM_THREADS=1")
+    out.update(_entry("claim-73-check-quick", "q_", "FASTSLOW_CACHE", "--claim 7.3"))
+    out.update(_entry("claim-73-check-full", "f_", "FASTSLOW_CACHE", "--claim 7.3 --full"))
+    out.update(_entry("train-default-checkpoint", "t_", "OMP_NUM_THREADS=1", "fastslow train --out"))
+    out["t_share"] = 100 * out["t_cpu"] / out["t_wall"]
+    return out
+
+
+def runs_7_3() -> dict:
+    """Claim 7.3's runs on text: the powered rerun and the pilot's rerun (transcribed run-log entries); the nice
+    level the powered rerun ran at, read from its command."""
+    from proofs_check.runlog import load
+
+    (nice,) = D._parse(load()["text-7-3-powered-rerun"].command, r"nice -n ([0-9]+)")
+    return {**_entry("text-7-3-powered-rerun", "p_", "--experiment 7.3", "--seeds 3 4 5 6 7"), "nice": nice,
+            **_entry("text-73-pilot-rerun", "r_", "--experiment 7.3", "--workers 2")}
+
+
+def train_peak() -> dict:
+    """docs/reliability.md: the peak RSS of `train` at its largest batch example (run log ``train-batch-20000``),
+    in GB."""
+    out = _entry("train-batch-20000", "", "--batch 20000 --T 16 --d 32 --layers 2")
+    return {"gb": out["rss"] * 2**30 / 1e9}
