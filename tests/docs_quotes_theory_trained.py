@@ -45,4 +45,16 @@ QUOTES: list = [
      passage("The gap σ₈/max(σ₉, σ₁·eps) is {trained} after training and {random} before")),
     (RELIABILITY, "train's measured peak", V.train_peak,
      passage("a measured peak RSS of {gb} GB, the interpreter's included, at")),
+    (TRAINED, "trained.md's timed runs", V.trained_timings,
+     passage("reaches a validation loss of") + r"[\s\S]*?"
+     + passage("in {smoke_wall} s wall ({smoke_cpu} CPU-s, load {smoke_lo}–{smoke_hi}). `fastslow check --claim 7.3` "
+               "from an empty cache: {q_cpu} s of CPU ({q_wall_min} min {q_wall_sec} s wall at load {q_lo}–{q_hi}); "
+               "`--full` (the size `reproduce` runs): {f_cpu} s of CPU ({f_wall_min} min {f_wall_sec} s wall at load "
+               "{f_lo}–{f_hi}).") + r"[\s\S]*?"
+     + passage("trained in **{t_wall_min} min {t_wall_sec} s wall** ({t_user} s user + {t_sys} s system CPU, peak RSS "
+               "{t_rss} GiB) at load {t_lo}–{t_hi}, the process getting {t_share} % of a core (run log "
+               "`train-default-checkpoint`)")),
+    (TRAINED, "the default checkpoint", V.default_checkpoint,
+     passage("Its final validation loss is {loss} nats/byte after {steps} steps, against the validation text's "
+             "unigram entropy {entropy}, and its W_QK, W_VO, W1, W2 change by {r_lo}–{r_hi} per layer")),
 ]

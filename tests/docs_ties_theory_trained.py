@@ -154,3 +154,20 @@ def train_peak() -> dict:
     in GB."""
     out = _entry("train-batch-20000", "", "--batch 20000 --T 16 --d 32 --layers 2")
     return {"gb": out["rss"] * 2**30 / 1e9}
+
+
+def default_checkpoint() -> dict:
+    """The default checkpoint's record (docs/trained/default-checkpoint-1.1.json, ``check --stack --claim 1.1`` on
+    the folder ``fastslow train`` wrote with its defaults, checked here against ``TextConfig()``): its steps, final
+    validation loss and Claim 1.1's per-layer change of the four weight groups; the validation text's unigram
+    entropy counted here from its bytes."""
+    import docs_quotes_trained
+    from proofs_check.experiments.train import TextConfig
+
+    rec = D._record("docs/trained/default-checkpoint-1.1.json")
+    stack = rec["stack"]
+    assert {k: stack["config"][k] for k in TextConfig().as_dict()} == TextConfig().as_dict() and stack["trained"]
+    (claim,) = rec["claims"]
+    rough = claim["verdict"]["measured"]["roughness"]
+    return {"steps": stack["step"], "loss": stack["final_validation_loss"], "entropy": docs_quotes_trained._entropy(),
+            "r_lo": min(rough.values()), "r_hi": max(rough.values())}
