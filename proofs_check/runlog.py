@@ -56,6 +56,8 @@ class Run(BaseModel):
     wall_s: float = Field(gt=0)
     user_s: float | None = Field(None, ge=0, description="user CPU seconds of the process tree")
     system_s: float | None = Field(None, ge=0, description="system CPU seconds of the process tree")
+    cpu_total_s: float | None = Field(None, ge=0, description="CPU seconds, user and system together, where a "
+                                      "transcribed run reported only their sum")
     peak_rss_gib: float | None = Field(None, gt=0, description="largest resident set of any process of the run")
     note: str | None = Field(None, description="what else the doc says about the run (what was loaded, its outcome)")
 
@@ -65,12 +67,16 @@ class Run(BaseModel):
             raise ValueError(f"{self.id}: load range {self.load} is not (lowest, highest)")
         if self.source == "timed" and None in (self.load, self.user_s, self.system_s, self.peak_rss_gib):
             raise ValueError(f"{self.id}: a timed run records its load, CPU seconds and peak memory")
+        if self.cpu_total_s is not None and (self.source == "timed" or self.user_s is not None):
+            raise ValueError(f"{self.id}: cpu_total_s is for a transcribed run that reported only user + system")
         return self
 
     @property
     def cpu_s(self) -> float | None:
-        """User plus system CPU seconds, where both are recorded."""
-        return None if self.user_s is None or self.system_s is None else self.user_s + self.system_s
+        """User plus system CPU seconds, where recorded (split or as their sum)."""
+        if self.user_s is None or self.system_s is None:
+            return self.cpu_total_s
+        return self.user_s + self.system_s
 
 
 class RunLog(BaseModel):

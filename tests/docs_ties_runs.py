@@ -5,7 +5,7 @@ holds or that are recomputed here.
 Each function returns the values of one passage of ``tests/docs_quotes_runs.py``'s ``QUOTES``, by the names its
 template gives them (numbers, as in ``tests/docs_ties.py``).  A transcribed entry holds the numbers the doc stated
 when the run happened; where that doc gave only the total CPU time (``/usr/bin/time``'s user + system, not split),
-the entry's note states it as "CPU (user + system, not split) N s" and ``_noted_cpu`` reads it back.
+the entry holds it as ``cpu_total_s`` and ``run`` reads it as ``cpu``.
 """
 
 from __future__ import annotations
@@ -41,12 +41,6 @@ def _end(run_id: str, prefix: str = "") -> dict:
     end = r.start + dt.timedelta(seconds=r.wall_s)
     end = (end + dt.timedelta(seconds=30)).replace(second=0, microsecond=0)
     return {prefix + "end_hour": end.hour, prefix + "end_minute": end.minute}
-
-
-def _noted_cpu(run_id: str) -> float:
-    """The total CPU seconds a transcribed entry's note states where its doc did not split user and system."""
-    (cpu,) = re.findall(r"CPU \(user \+ system, not split\) ([0-9.]+) s", _entry(run_id).note or "")
-    return float(cpu)
 
 
 def _small_checkpoint_gb() -> float:
@@ -100,9 +94,6 @@ def small_table() -> dict:
     and the idle import and check the prose after the table repeats."""
     out = {**run("hf-gpt2-small-import-idle", "ii_"), **run("hf-gpt2-small-check-idle", "ci_"),
            **run("hf-gpt2-small-import-loaded", "il_"), **run("hf-gpt2-small-check-loaded", "cl_")}
-    for prefix, run_id in (("ii_", "hf-gpt2-small-import-idle"), ("ci_", "hf-gpt2-small-check-idle"),
-                           ("il_", "hf-gpt2-small-import-loaded"), ("cl_", "hf-gpt2-small-check-loaded")):
-        out[prefix + "cpu"] = _noted_cpu(run_id)
     out["cl_minutes"] = _entry("hf-gpt2-small-check-loaded").wall_s / 60
     out["gb"] = _small_checkpoint_gb()
     out["agree"] = _record("docs/scale/hf-gpt2-small-import.json")["hf_agreement"]["max_relative_error"]

@@ -66,7 +66,8 @@ def _entry(**change) -> dict:
     return {**base, **change}
 
 
-@pytest.mark.parametrize("change", [{"load": (2.0, 1.0)}, {"user_s": None}, {"id": "Upper"}, {"wall_s": 0}])
+@pytest.mark.parametrize("change", [{"load": (2.0, 1.0)}, {"user_s": None}, {"id": "Upper"}, {"wall_s": 0},
+                                    {"cpu_total_s": 1.5}])
 def test_the_schema_refuses_an_inconsistent_entry(change):
     with pytest.raises(ValidationError):
         R.Run(**_entry(**change))
@@ -76,3 +77,10 @@ def test_the_schema_refuses_an_inconsistent_entry(change):
 def test_duplicate_ids_are_refused():
     with pytest.raises(ValidationError, match="twice"):
         R.RunLog.model_validate(json.loads(json.dumps({"runs": [_entry(), _entry()]}, default=str)))
+
+
+def test_a_transcribed_total_is_the_cpu_seconds_where_user_and_system_were_not_split():
+    run = R.Run(**_entry(source="transcribed", user_s=None, system_s=None, cpu_total_s=57.0))
+    assert run.cpu_s == 57.0
+    with pytest.raises(ValidationError):
+        R.Run(**_entry(source="transcribed", cpu_total_s=57.0))      # a split run has no separate total
