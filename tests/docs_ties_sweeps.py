@@ -1,6 +1,6 @@
 """Where the numbers docs/sweeps.md quotes come from: the run log's entries of the timed sweeps (docs/runs.json),
-the digests ``proofs_check.sweep.digest`` wrote from those sweeps' Parquet rows (docs/sweeps/NAME.json), and the
-record ``benchmarks.sweep.run`` wrote (docs/sweeps/bench-sweep.json).
+the digests ``proofs_check.sweep.digest`` wrote from those sweeps' Parquet rows (one JSON per spec under
+docs/sweeps/), and the record ``benchmarks.sweep.run`` wrote (docs/sweeps/bench-sweep.json).
 
 Each function returns the values of one passage of ``tests/docs_quotes_sweeps.py``'s ``QUOTES``, by the names its
 template gives them (numbers, or ("≤", v), as in ``tests/docs_ties.py``).

@@ -1,5 +1,5 @@
 """A finished sweep's digest: the counts, ranges and medians docs/sweeps.md states about a shipped spec, read
-from the sweep's Parquet rows and written as a small JSON next to the doc (docs/sweeps/NAME.json).
+from the sweep's Parquet rows and written as a small JSON next to the doc (under docs/sweeps/, one JSON per spec).
 
 Every digest has ``sweep`` (the spec's name), ``rows`` (unique rows, ``Store.read``), ``counts`` (rows by verdict)
 and ``version`` (the package version the workers ran).  A spec with a description below adds what the doc says of
