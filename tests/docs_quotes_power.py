@@ -82,3 +82,18 @@ QUOTES += [
      + r"[\s\S]*?" + passage("The equivalents-excluded score is {killed2}/{excluded}.")
      + r"[\s\S]*?" + passage("- **E1, {e1b}**:") + r"[\s\S]*?" + passage("- **D, {db}**:")),
 ]
+
+QUOTES += [
+    (VP, "theory and source mutants", P.theory_source_mutants,
+     passage("and `--source-only` beside it from {s_hour}:{s_minute} UTC, `--workers 2`, on the 2-core VM while other "
+             "jobs loaded it; {t_wall_min} min {t_wall_sec} s and {s_wall_min} min {s_wall_sec} s wall;")
+     + r"[\s\S]*?" + passage("**theory {t_killed}/{t_total} = {t_score}**; {timeouts} of them (the LN Jacobian without "
+                              "mean removal, C without h) are counted as killed because a symbolic step ran past its "
+                              "time limit of {limit} s (a refusal with its reason, weaker evidence than a failing number); "
+                              "the other {others} fail a number, a symbolic step or a cross-check. **Source mutants: "
+                              "{s_ledger}/{s_total} killed by the ledger, {s_test} by a test only, {s_survived} "
+                              "survived.**")),
+    (VP, "two kills of the rerun", P.mutant_details,
+     passage("now refused (the theory run above: numeric error {err} > tolerance {tol}).") + r"[\s\S]*?"
+     + passage("in the source run above Claim 2.3's ledger check found ‖J‖₂ {scale} against the dense {dense})")),
+]

@@ -313,3 +313,36 @@ def seed_offsets() -> dict:
             "smean": _offset("proofs_check/claims/visibility_matrix_free.py", r"mean_carrying_offset\(st, run\.seed \+ ([0-9]+)\)"),
             "b51": _offset("proofs_check/claims/stability/gate_bound.py", r"batch, layers, dim = \(\d+, \d+, \d+\) if ctx\.quick else \(([0-9]+),"),
             "b52": _offset("proofs_check/claims/stability/tightness.py", r"batch, layers, dim = \(\d+, \d+, \d+\) if ctx\.quick else \(([0-9]+),")}
+
+
+def theory_source_mutants() -> dict:
+    """The theory and source mutants' rerun: docs/mutation/theory-mutants.json and source-mutants.json (what
+    ``fastslow mutate --json`` wrote), counted here; the kills by a timeout and their limit read from each
+    mutant's reason; wall times and the source run's start from the run log."""
+    theory = _record("docs/mutation/theory-mutants.json")["theory"]
+    source = _record("docs/mutation/source-mutants.json")["source"]
+    killed = [m for m in theory["mutants"] if m["killed_by"] is not None]
+    timeouts = [m for m in killed if "did not finish within" in m["killed_by"]]
+    assert {m["name"] for m in timeouts} == {"LN-no-mean-removal", "C-without-h"}, timeouts
+    (limit,) = {_parse(m["killed_by"], r"did not finish within ([0-9.]+) s")[0] for m in timeouts}
+    by_ledger = [m for m in source["mutants"] if m["killed_by_ledger"] is not None]
+    by_test = [m for m in source["mutants"] if m["killed_by_ledger"] is None and m["killed_by_test_only"] is not None]
+    out = {"t_killed": len(killed), "t_total": len(theory["mutants"]), "t_score": len(killed) / len(theory["mutants"]),
+           "timeouts": len(timeouts), "limit": limit, "others": len(killed) - len(timeouts),
+           "s_ledger": len(by_ledger), "s_total": len(source["mutants"]), "s_test": len(by_test),
+           "s_survived": len(source["mutants"]) - len(by_ledger) - len(by_test)}
+    out.update(run("mutate-theory-2026-12-07", "t_"))
+    out.update(run("mutate-source-2026-12-07", "s_"))
+    return out
+
+
+def mutant_details() -> dict:
+    """Two kills the doc quotes, read from the rerun's records: the 7.2 power mutant's numeric error and
+    tolerance, and the operator-norm-squared source mutant's ‖J‖₂ against the dense form's."""
+    theory = {m["name"]: m for m in _record("docs/mutation/theory-mutants.json")["theory"]["mutants"]}
+    source = {m["name"]: m for m in _record("docs/mutation/source-mutants.json")["source"]["mutants"]}
+    err, tol = _parse(theory["gated-risk-block-count-off-by-one"]["killed_by"],
+                      r"numeric check: error ([0-9.e+]+) > tolerance ([0-9.e+]+)")
+    scale, dense = _parse(source["scale-operator-norm-squared"]["killed_by_ledger"],
+                          r"‖J‖₂ \(power iteration, a lower bound\): scale ([0-9.]+), dense ([0-9.]+)")
+    return {"err": err, "tol": tol, "scale": scale, "dense": dense}
