@@ -171,10 +171,12 @@ def jv_table() -> dict:
     Jacobian's size at T = 256."""
     from numerics.fitting import loglog_fit
     from numerics.stacks.presets import SIZES
+    from proofs_check.runlog import load
 
     Ts, out = (256, 1024, 4096), {}
     for T in Ts:
         jvp, once, apply_ = (run(f"{side}-gpt2-width-t{T}")["wall"] for side in ("jvp", "jv-coefficients", "jv-apply"))
+        (out[f"T{T}"],) = _parse(load()[f"jvp-gpt2-width-t{T}"].command, r"T = ([0-9]+):")
         out.update({f"jvp{T}": jvp, f"once{T}": once, f"apply{T}": apply_, f"total{T}": jvp / (once + apply_),
                     f"ratio{T}": jvp / apply_, f"load{T}": run(f"jvp-gpt2-width-t{T}")["lo"]})
     out["layers"] = SIZES["gpt2-small"][2]
@@ -331,7 +333,8 @@ def quick_bench() -> dict:
     src = (ROOT / "benchmarks/jacobian.py").read_text()
     out["fr"], out["fw"] = _parse(src, r"fact_repeats, fact_warmup = max\(repeats, ([0-9]+)\), ([0-9]+)")
     (out["rw"],) = _parse((ROOT / "benchmarks/codegen_speed.py").read_text(), r"repeats=repeats, warmup=([0-9]+)\)")
-    limit = _module_constant("benchmarks/jacobian.py", "ASSEMBLED_LIMIT_BYTES")
+    from benchmarks.jacobian import ASSEMBLED_LIMIT_BYTES as limit
+
     out["t_max"] = max(T for T in (2 ** k for k in range(3, 12)) if (T * 64) ** 2 * FLOAT64_BYTES <= limit)
     return out
 
@@ -382,3 +385,31 @@ def scale_summary() -> dict:
                c_lo=min(secs), c_hi=max(secs), **jacobian_apply(), ci_s=q["ci_s"], ci_load=q["ci_load"])
     out.update(run("scale-gpt2-small-loaded-2026-12-03", "loaded_"))
     return out
+
+
+def ci_runs() -> dict:
+    """`--scale ci` in the quick bench (its claims' seconds, peak RSS, the load at its end), and the float32 rerun
+    (docs/bench/scale-ci-float32.json): its verdicts, its largest J·V error (the claims compared with jvp: 1.2, 2.3)
+    and the probabilistic tolerance 4√n·u at ci, computed here."""
+    import torch
+
+    from numerics.linearised import matrix_free as mf
+    from numerics.stacks.presets import SIZES
+
+    q = quick_bench()
+    f32 = {c["id"]: c for c in _record("docs/bench/scale-ci-float32.json")["claims"]}
+    computed = [c for c in f32.values() if c["status"] != "skipped"]
+    T, d, L, _ = SIZES["ci"]
+    out = {"ci_s": q["ci_s"], "ci_rss": q["ci_rss"], "ci_load": q["ci_load"],
+           "f32_err": max(f32[k]["numeric"]["max_error"] for k in ("1.2", "2.3")),
+           "f32_tol": mf.rounding_tolerance(T, d, L, torch.float32, model="probabilistic"),
+           "f32_verified": len([c for c in computed if c["status"] == "verified"]), "f32_n": len(computed)}
+    out.update(run("scale-ci-float32-2026-12-07", "f32_"))
+    return out
+
+
+def spectral_norms_rerun() -> dict:
+    """`python -m benchmarks.spectral_norms --quick` rerun (docs/bench/spectral-norms-quick.json) and its entry."""
+    (case,) = _record("docs/bench/spectral-norms-quick.json")["cases"]
+    return {"n": case["n"], "svd": case["svd_over_top"], "eig": case["eigvalsh_over_top"], "diff": case["max_rel_diff"],
+            "bound": case["bound"], **run("spectral-norms-quick-2026-12-07")}
