@@ -22,6 +22,7 @@ import pytest
 
 import docs_quotes_house
 import docs_quotes_mutants
+import docs_quotes_performance
 import docs_quotes_power
 import docs_quotes_reach
 import docs_quotes_real_models
@@ -294,6 +295,7 @@ QUOTES += [
 QUOTES += docs_quotes_trained.QUOTES + docs_quotes_reach.QUOTES + docs_quotes_real_models.QUOTES
 QUOTES += docs_quotes_sweeps.QUOTES + docs_quotes_runs.QUOTES + docs_quotes_theory_trained.QUOTES
 QUOTES += docs_quotes_power.QUOTES + docs_quotes_house.QUOTES + docs_quotes_mutants.QUOTES
+QUOTES += docs_quotes_performance.QUOTES
 
 
 def tied_spans(doc: str, text: str) -> list[tuple[int, int]]:
