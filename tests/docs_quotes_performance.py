@@ -185,7 +185,7 @@ TABLE = ("| T | dense jacrev (s) | factorised, assembled J (s) | speedup |\n| --
          "| {T64:d} | {dense64:.1f} (full size) | {fact64:.3f} (full size) | {speedup64:.0f}× (full size) |\n"
          "| {T128:d} | missing (jacrev not run: time budget) | {fact128:.3f} (full size) | missing |")
 GENM = ("torch (`benchmarks/codegen_speed.py::handwritten_G_layer`), batched over 1024 layers, float64, outputs "
-        "agreeing to {agree:.0e} before anything is timed; the two are timed in alternation (generated, hand-written, "
+        "agreeing to within {agree:.0e} before anything is timed; the two are timed in alternation (generated, hand-written, "
         "generated, …; {rq:d} repeats quick, {rf:d} full, after {rw:.0f} warm-ups) so that load from elsewhere falls "
         "on both. **Ratio {gen_ratio:.2f} at d = 32** (quick: {gen_ms:.0f} ms vs {hand_ms:.0f} ms) and **{gen64:.2f} "
         "at d = 64** (full size: {gen64_ms:.0f} ms vs {hand64_ms:.0f} ms; the section alone, run log "
@@ -247,3 +247,12 @@ QUOTES += [
     (PERF, "scale: the ci runs", P.ci_runs, _p(CI)),
     (PERF, "spectral norms: the three routes", P.spectral_norms_rerun, _p(SN)),
 ]
+
+SMOKE = ("`python -m benchmarks.gpu_check OUT --device cpu --smoke` runs the GPU script's steps at toy size on a "
+         "CPU (summary with wall, CPU-s, host share, peak RSS and peak GPU memory per step); rerun on 2026-12-07 (run log `gpu-check-smoke-cpu-2026-12-07`, {wall_min:d} min {wall_sec:d} s wall at load "
+         "{lo:.1f}–{hi:.1f}; its summary is `docs/bench/gpu-check-smoke.json`), all {passed:d} of its {n:d} steps passed "
+         "within the {budget:.0f} s budget, in {w0:.1f}, {w1:.1f}, {w2:.1f}, {w3:.1f}, {w4:.1f}, {w5:.1f}, {w6:.1f}, "
+         "{w7:.1f}, {w8:.1f}, {w9:.1f}, {w10:.1f} and {w11:.1f} s wall (the ledger, the device tests, bench, the six "
+         "scale runs, the three GPT-2 steps).")
+
+QUOTES += [(PERF, "gpu_check smoke run", P.smoke, _p(SMOKE))]

@@ -319,7 +319,7 @@ def quick_bench() -> dict:
             out.update({f"T{T}": T, f"dense{T}": p["dense_seconds"], f"fact{T}": p["factorised_seconds"],
                         f"speedup{T}": p["dense_seconds"] / p["factorised_seconds"]})
     out.update(gen_ratio=g["generated_seconds"] / g["handwritten_seconds"], gen_ms=1e3 * g["generated_seconds"],
-               hand_ms=1e3 * g["handwritten_seconds"], agree=("≲", g["relative_max_difference"]),
+               hand_ms=1e3 * g["handwritten_seconds"], agree=("≤", g["relative_max_difference"]),
                sympy=g["sympytorch_ratio"], lambdify=g["lambdify_ratio"], rq=g["config"]["repeats"])
     (out["s300"],) = _parse(g["cannot_express"]["entrywise_G_layer"], r"did not finish in ([0-9]+) s")
     out.update(peak_d=mem["dense_peak_rss_mb"], peak_f=mem["factorised_peak_rss_mb"],
@@ -413,3 +413,20 @@ def spectral_norms_rerun() -> dict:
     (case,) = _record("docs/bench/spectral-norms-quick.json")["cases"]
     return {"n": case["n"], "svd": case["svd_over_top"], "eig": case["eigvalsh_over_top"], "diff": case["max_rel_diff"],
             "bound": case["bound"], **run("spectral-norms-quick-2026-12-07")}
+
+
+SMOKE = "docs/bench/gpu-check-smoke.json"
+
+
+def smoke() -> dict:
+    """`python -m benchmarks.gpu_check OUT --device cpu --smoke` rerun (its summary.json, docs/bench/
+    gpu-check-smoke.json) and its run-log entry: the budget, each step's wall seconds, how many passed."""
+    s = _record(SMOKE)
+    out = {"budget": s["budget_s"], "n": len(s["steps"]), "passed": sum(r["status"] == "passed" for r in s["steps"]),
+           "wall_all": s["wall_s"]}
+    out.update({f"w{i}": r["wall_s"] for i, r in enumerate(s["steps"]) if r.get("wall_s") is not None})
+    try:
+        out.update(run("gpu-check-smoke-cpu-2026-12-07"))
+    except KeyError:        # a run with a failed step exits 1 and leaves no run-log entry
+        pass
+    return out
