@@ -55,7 +55,8 @@ QUOTES: list = [
     (PERF, "gpt2-small, the earlier runs", P.scale_gpt2_small_earlier,
      passage("the earlier loaded runs ({early_wall} s wall, {early_rss} GiB; run log") + ANY
      + passage("(a gpt2-small stack is {stack_gib} GiB in float64,") + ANY
-     + passage("checks the interpolation: {interp21} in Claim 2.1, {interp31} in Claim 3.1, against a tolerance of {ten}(d + 4d)u "
+     + passage("checks the interpolation: {interp21} in Claim 2.1, {interp31} in Claim 3.1, against a tolerance of "
+               "{ten}(d + 4d)u "
                "= {interp_tol})") + ANY
      + passage("(other jobs, load {loaded_lo}–{loaded_hi}), with the release but before the affine blocks, took "
                "{loaded_wall_min} min wall, {loaded_cpu} CPU-s, peak RSS {loaded_rss} GiB (run")),
@@ -66,7 +67,8 @@ QUOTES: list = [
      + passage("| {T1024} | {jvp1024} | {once1024} | {apply1024} | {total1024} | {ratio1024} | {load1024} |") + r"\s*"
      + passage("| {T4096} | {jvp4096} (one layer × {layers}) | {once4096} | {apply4096} | {total4096} | {ratio4096} | "
                "{load4096} |") + ANY
-     + passage("over 256…4096): jvp {slope_jvp} (T² d") + ANY + passage("the factorised application {slope_apply} (O(T d²);")
+     + passage("over 256…4096): jvp {slope_jvp} (T² d") + ANY + passage("the factorised application {slope_apply} "
+               "(O(T d²);")
      + ANY + passage("The T = 4096 jvp peaked at {rss4096} GiB RSS for one layer; the dense `jacrev` baseline ((Td)² "
                      "float64 = {dense_gib} GiB at T = 256)")),
     (PERF, "GPU scale limits", P.gpu_limits,
@@ -86,7 +88,8 @@ QUOTES: list = [
                "{svd_each} s apiece here)")),
     (PERF, "device factories", P.device_factories,
      passage("tensor factories without `device=` ({calls} calls in 1 file are still pending") + ANY
-     + passage("all {claims} on-stack claims it runs pass (Claim 1.1 is left out for its cost, {minutes} min under load;")),
+     + passage("all {claims} on-stack claims it runs pass (Claim 1.1 is left out for its cost, {minutes} min under "
+               "load;")),
     (PERF, "1.1's reference on the host", P.dop853,
      passage("DOP853 (SciPy, adaptive, rtol {rtol}, atol {atol} at scale)") + ANY
      + passage("to the device and back, {stages} evaluations per step")),
@@ -103,7 +106,8 @@ QUOTES: list = [
                "{share_add} %, `sub`/`div` {share_sub} % each")),
     (PERF, "spectral norms: before and after", P.before_after_2026_12_07,
      passage("in one session (from {hour}:{minute} UTC, load {lo}–{hi},") + ANY
-     + passage("Claim 3.1 {w31_before} s wall ({c31_before} CPU-s) → {w31_after} s ({c31_after} CPU-s), Claim 5.1 {w51_before} s "
+     + passage("Claim 3.1 {w31_before} s wall ({c31_before} CPU-s) → {w31_after} s ({c31_after} CPU-s), Claim 5.1 "
+               "{w51_before} s "
                "({c51_before} CPU-s) → {w51_after} s ({c51_after} CPU-s)") + ANY
      + passage("(`/usr/bin/time -v`, {all_hour}:{all_minute}–{end_hour}:{end_minute} UTC, load {all_hi} at the start "
                "and {all_lo} at the end,") + ANY
@@ -115,22 +119,26 @@ QUOTES: list = [
 
 # ---- Summary log and Method: each paragraph's text, its numbers as {name:format} (the precision it is quoted at) --
 INTRO = ("Bench numbers from `fastslow bench --quick`, rerun on 2026-12-07 (record `docs/bench/quick.json`, run log "
-         "`bench-quick-2026-12-07`: {wall_min:d} min {wall_sec:d} s wall on the shared 2-core AMD EPYC VM at load average "
+         "`bench-quick-2026-12-07`: {wall_min:d} min {wall_sec:d} s wall on the shared 2-core AMD EPYC VM at load "
+         "average "
          "{lo:.1f}–{hi:.1f}, other helpers running; torch 2.13.0+cpu, no GPU; reproduce with `fastslow bench --quick "
-         "--json out/bench.json`). Under load the absolute times are longer than an idle machine's; each ratio is timed "
+         "--json out/bench.json`). Under load the absolute times are longer than an idle machine's; each ratio is "
+         "timed "
          "against its baseline in the same run, so it is the number to read. The other bullets are dated.")
 JAC = ("- **Factorised vs dense Jacobian** (the full (Td)×(Td) Jacobian at the reference, T = 32, d = 64, L = 12, 4 "
        "heads, float64, agreement {err:.1e}): **{speedup:.0f}×** faster than `torch.func.jacrev` ({dense:.1f} s vs "
        "{fact_ms:.0f} ms; {speedup64:.0f}× at T = 64 in the full-size section, `docs/bench/jacobian-full.json`); "
        "peak-RSS increment {inc_f:.0f} MB vs {inc_d:.0f} MB.")
-GEN = ("- **Generated vs hand-written** mode block `G_layer`, 1024 layers, timed in alternation: ratio **{gen_ratio:.2f} "
+GEN = ("- **Generated vs hand-written** mode block `G_layer`, 1024 layers, timed in alternation: ratio "
+       "**{gen_ratio:.2f} "
        "at d = 32** (quick) and **{gen64:.2f} at d = 64** (full size, `docs/bench/codegen-full.json`), down from more "
        "than twice the hand-written time once the printer learnt to keep diag(v) a broadcast (also through CSE), to "
        "order matrix chains at stated sizes, and to print outer products and traces of rank-one chains without d×d "
        "temporaries. Generated/sympytorch {sympy:.2f} and generated/`lambdify` {lambdify:.2f} on the LN Jacobian "
        "(d = 4), the largest piece those tools can express.")
 TIMINGS = ("- **2026-12-04, fresh clones, idle 2-core VM** (`docs/timings.json`): `.ci/run` on 436a04b {ci_min:d} min "
-           "{ci_sec:d} s wall (install, `derive --check`, {tests:,.0f} tests in {suite_min:d} min {suite_sec:d} s, then "
+           "{ci_sec:d} s wall (install, `derive --check`, {tests:,.0f} tests in {suite_min:d} min {suite_sec:d} s, "
+           "then "
            "the {linalg:.0f} `linalg` tests under `MKL_CBWR=AVX512` in {lin_min:d} min {lin_sec:d} s); `fastslow "
            "reproduce` on a8901e7 {rep_min:d} min {rep_sec:d} s after a {inst_min:d} min {inst_sec:d} s install (check "
            "{check:.0f} s, grid {grid:.0f} s, scale {scale:.0f} s, figures {figures:.0f} s, report {report:.0f} s). "
@@ -167,10 +175,12 @@ JV = ("- **Factorised J·V vs `torch.func.jvp`** (d = 768, L = 12, one probe, 20
       "`jacrev` baseline does not fit at these sizes ((Td)² = {dense_gib:.0f} GiB at T = 256).")
 FACT = ("Relative error at T = 32: {err:.1e} (tolerance {tol:.0e}). Measured on 2026-12-07 by `fastslow bench --quick` "
         "(T ≤ 32) and by the full-size section alone (T = 64 … 512: `benchmarks.jacobian.run` at full size, record "
-        "`docs/bench/jacobian-full.json`, run log `bench-jacobian-full-2026-12-07`, {jf_wall_min:d} min {jf_wall_sec:d} "
+        "`docs/bench/jacobian-full.json`, run log `bench-jacobian-full-2026-12-07`, {jf_wall_min:d} min "
+        "{jf_wall_sec:d} "
         "s wall at load {jf_lo:.1f}–{jf_hi:.1f}) on the shared 2-core AMD EPYC VM ({mem_gb:.1f} GB, torch 2.13.0+cpu, "
         "{threads:d} torch threads, no GPU), other helpers running: the absolute times are longer than an idle "
-        "machine's, the speedups less affected. Of the factorised time, {ff_ms:.0f} ms is the factored form (the reference "
+        "machine's, the speedups less affected. Of the factorised time, {ff_ms:.0f} ms is the factored form (the "
+        "reference "
         "trajectory, 12 layers' weights and the generated coefficient functions), the rest the assembly of the "
         "{out_mb:.0f} MB (T = 32) result, which is why the speedup grows with T. The factorised side is timed with "
         "{fr:.0f} repeats after {fw:.0f} warm-up calls: with one warm-up the first point of a fresh process once "
@@ -185,7 +195,8 @@ TABLE = ("| T | dense jacrev (s) | factorised, assembled J (s) | speedup |\n| --
          "| {T64:d} | {dense64:.1f} (full size) | {fact64:.3f} (full size) | {speedup64:.0f}× (full size) |\n"
          "| {T128:d} | missing (jacrev not run: time budget) | {fact128:.3f} (full size) | missing |")
 GENM = ("torch (`benchmarks/codegen_speed.py::handwritten_G_layer`), batched over 1024 layers, float64, outputs "
-        "agreeing to within {agree:.0e} before anything is timed; the two are timed in alternation (generated, hand-written, "
+        "agreeing to within {agree:.0e} before anything is timed; the two are timed in alternation (generated, "
+        "hand-written, "
         "generated, …; {rq:d} repeats quick, {rf:d} full, after {rw:.0f} warm-ups) so that load from elsewhere falls "
         "on both. **Ratio {gen_ratio:.2f} at d = 32** (quick: {gen_ms:.0f} ms vs {hand_ms:.0f} ms) and **{gen64:.2f} "
         "at d = 64** (full size: {gen64_ms:.0f} ms vs {hand64_ms:.0f} ms; the section alone, run log "
@@ -249,8 +260,10 @@ QUOTES += [
 ]
 
 SMOKE = ("`python -m benchmarks.gpu_check OUT --device cpu --smoke` runs the GPU script's steps at toy size on a "
-         "CPU (summary with wall, CPU-s, host share, peak RSS and peak GPU memory per step); rerun on 2026-12-07 (run log `gpu-check-smoke-cpu-2026-12-07`, {wall_min:d} min {wall_sec:d} s wall at load "
-         "{lo:.1f}–{hi:.1f}; its summary is `docs/bench/gpu-check-smoke.json`), all {passed:d} of its {n:d} steps passed "
+         "CPU (summary with wall, CPU-s, host share, peak RSS and peak GPU memory per step); rerun on 2026-12-07 "
+         "(run log `gpu-check-smoke-cpu-2026-12-07`, {wall_min:d} min {wall_sec:d} s wall at load "
+         "{lo:.1f}–{hi:.1f}; its summary is `docs/bench/gpu-check-smoke.json`), all {passed:d} of its {n:d} steps "
+         "passed "
          "within the {budget:.0f} s budget, in {w0:.1f}, {w1:.1f}, {w2:.1f}, {w3:.1f}, {w4:.1f}, {w5:.1f}, {w6:.1f}, "
          "{w7:.1f}, {w8:.1f}, {w9:.1f}, {w10:.1f} and {w11:.1f} s wall (the ledger, the device tests, bench, the six "
          "scale runs, the three GPT-2 steps).")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 from docs_ties import ROOT, _parse, _record, run
 
@@ -25,8 +24,8 @@ FLOAT64_U = 2.0 ** -53            # unit roundoff of float64
 
 # ---- helpers --------------------------------------------------------------------------------------------------
 def _noted(run_id: str, key: str) -> float:
-    """A number a transcribed entry of the run log states in its note as ``key N`` (the run's CPU seconds where the
-    doc gave user + system unsplit, a profile's figures)."""
+    """A number a transcribed entry of the run log states in its note as ``key N``: what no field of the entry holds
+    (a profile's figures, the CPU seconds spent inside the claims of a whole command)."""
     from proofs_check.runlog import load
 
     note = (load()[run_id].note or "").replace(",", "")
@@ -39,7 +38,8 @@ def _module_constant(path: str, name: str):
     doc is held to the code without importing it)."""
     tree = ast.parse((ROOT / path).read_text())
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             return ast.literal_eval(node.value)
     raise AssertionError(f"{path} no longer assigns {name}")
@@ -127,7 +127,8 @@ def scale_gpt2_small() -> dict:
     out.update(budget_min=budget["budget_seconds"].default / 60, budget_gib=budget["budget_gib"].default)
     (out["slope11"],) = _parse(c["1.1"]["numeric"]["detail"], r"fitted slope ([0-9.]+)")
     (out["ctl11"],) = _parse(c["1.1"]["control"]["detail"], r"slope ([0-9.]+) \(predicted")
-    (out["slope22"],) = _parse(c["2.2"]["numeric"]["detail"], r"\(a\) inhomogeneous reference: residual slope ([0-9.]+)")
+    (out["slope22"],) = _parse(c["2.2"]["numeric"]["detail"],
+                               r"\(a\) inhomogeneous reference: residual slope ([0-9.]+)")
     (out["slope41"],) = _parse(c["4.1"]["numeric"]["detail"], r"slope ([0-9.]+) \(error")
     (out["ctl41"],) = _parse(c["4.1"]["control"]["detail"], r"slope ([0-9.]+) \(predicted")
     for cid in ("1.2", "2.1", "2.3", "2.4", "3.1", "3.2", "4.2"):
@@ -143,7 +144,8 @@ def scale_gpt2_small() -> dict:
 
 def scale_gpt2_small_earlier() -> dict:
     """The loaded runs before the idle one (transcribed entries), the stack's size in float64 (its parameters,
-    counted on the meta device), and the interpolation checks of 2.1 and 3.1 with their tolerance 10(d + 4d)u."""
+    counted at depths 1 and 2 and extended linearly to the preset's depth), and the interpolation checks of 2.1 and
+    3.1 with their tolerance 10(d + 4d)u."""
     from numerics.stacks.presets import SIZES
     from numerics.stacks.spec import StackSpec
 
@@ -154,7 +156,8 @@ def scale_gpt2_small_earlier() -> dict:
         return sum(p.numel() for p in stack.parameters())
 
     one, two = count(1), count(2)
-    out = {**run("scale-gpt2-small-loaded-early-2026-12-03", "early_"), **run("scale-gpt2-small-loaded-2026-12-03", "loaded_")}
+    out = {**run("scale-gpt2-small-loaded-early-2026-12-03", "early_"),
+           **run("scale-gpt2-small-loaded-2026-12-03", "loaded_")}
     out["stack_gib"] = (one + (L - 1) * (two - one)) * FLOAT64_BYTES / GIB    # affine in the depth
     c = _scale_claims()
     (out["interp21"],) = _parse(c["2.1"]["numeric"]["detail"], r"λ = [0-9.]+: ([0-9.e+-]+)\)")
@@ -264,8 +267,9 @@ def cpu_2026_12_04() -> dict:
 def spectral_profiles() -> dict:
     """The cProfile of the scale forms and the torch.profiler table of the jvp passes (transcribed entries)."""
     cp, tp = "cprofile-scale-forms-t256-2026-12-07", "torch-profiler-jvp-t512-2026-12-07"
-    out = {"cp_wall": run(cp)["wall"], "calls": _noted(cp, "matrix_norm_calls"), "svd_s": _noted(cp, "matrix_norm_seconds"),
-           "eig_s": _noted(cp, "eigvalsh_seconds"), "randn_s": _noted(cp, "randn_seconds"), "tp_wall": run(tp)["wall"]}
+    out = {"cp_wall": run(cp)["wall"], "calls": _noted(cp, "matrix_norm_calls"),
+           "svd_s": _noted(cp, "matrix_norm_seconds"), "eig_s": _noted(cp, "eigvalsh_seconds"),
+           "randn_s": _noted(cp, "randn_seconds"), "tp_wall": run(tp)["wall"]}
     out.update({f"share_{op}": _noted(tp, op) for op in ("copy_", "bmm", "mul", "mm", "add", "sub", "div")})
     out["share_copy"] = out.pop("share_copy_")
     return out
@@ -311,7 +315,8 @@ def quick_bench() -> dict:
                                          "scale"))
     out = run("bench-quick-2026-12-07")
     out.update(err=j["relative_error"], tol=j["tolerance"], speedup=j["dense_seconds"] / j["factorised_seconds"],
-               dense=j["dense_seconds"], fact_ms=1e3 * j["factorised_seconds"], ff_ms=1e3 * j["config"]["factored_form_seconds"],
+               dense=j["dense_seconds"], fact_ms=1e3 * j["factorised_seconds"],
+               ff_ms=1e3 * j["config"]["factored_form_seconds"],
                out_mb=(j["config"]["T"] * j["config"]["d"]) ** 2 * FLOAT64_BYTES / MIB)
     for p in j["curve"]:
         if p.get("dense_seconds") is not None:
@@ -324,7 +329,8 @@ def quick_bench() -> dict:
     (out["s300"],) = _parse(g["cannot_express"]["entrywise_G_layer"], r"did not finish in ([0-9]+) s")
     out.update(peak_d=mem["dense_peak_rss_mb"], peak_f=mem["factorised_peak_rss_mb"],
                peak_ratio=mem["dense_peak_rss_mb"] / mem["factorised_peak_rss_mb"], inc_d=mem["dense_increment_mb"],
-               inc_f=mem["factorised_increment_mb"], inc_ratio=mem["dense_increment_mb"] / mem["factorised_increment_mb"])
+               inc_f=mem["factorised_increment_mb"],
+               inc_ratio=mem["dense_increment_mb"] / mem["factorised_increment_mb"])
     out.update(cold=dv["cold_seconds"], warm=dv["warm_seconds"], **_ids("q", dv["check_seconds_per_claim"]))
     cl = ci["claims"]
     out.update(ci_s=cl["seconds"], ci_rss=cl["peak_rss_gib"], ci_load=cl["load_average_1min"])
@@ -366,7 +372,8 @@ def timings() -> dict:
     (out["tests"],) = _parse(suite["outcome"].replace(",", ""), r"([0-9]+) passed")
     (out["linalg"],) = _parse(linalg["outcome"], r"([0-9]+) passed")
     rparts = {p["name"]: p for p in rep["parts"]}
-    out.update(**_min_sec(rparts["install"]["wall_s"], "inst_"), **_min_sec(rparts["`fastslow reproduce`"]["wall_s"], "rep_"))
+    out.update(**_min_sec(rparts["install"]["wall_s"], "inst_"),
+               **_min_sec(rparts["`fastslow reproduce`"]["wall_s"], "rep_"))
     out.update({p["name"]: p["wall_s"] for p in rparts["`fastslow reproduce`"]["parts"]})
     h = run("cli-help")
     out.update(help=h["wall"], help_lo=h["lo"], help_hi=h["hi"])
@@ -381,7 +388,8 @@ def scale_summary() -> dict:
     big = scale_gpt2_small()
     q = quick_bench()
     out = {k: big[k] for k in ("wall_min", "wall_sec", "rss", "budget_min", "budget_gib", "cpu")}
-    out.update(n=len([k for k in ROWS if c[k]["status"] == "verified" and c[k]["control"]["status"] == "fails-as-predicted"]),
+    held = [k for k in ROWS if c[k]["status"] == "verified" and c[k]["control"]["status"] == "fails-as-predicted"]
+    out.update(n=len(held),
                c_lo=min(secs), c_hi=max(secs), **jacobian_apply(), ci_s=q["ci_s"], ci_load=q["ci_load"])
     out.update(run("scale-gpt2-small-loaded-2026-12-03", "loaded_"))
     return out
