@@ -85,8 +85,9 @@ QUOTES += [
 
 QUOTES += [
     (VP, "theory and source mutants", P.theory_source_mutants,
-     passage("and `--source-only` beside it from {s_hour}:{s_minute} UTC, `--workers 2`, on the 2-core VM while other "
-             "jobs loaded it; {t_wall_min} min {t_wall_sec} s and {s_wall_min} min {s_wall_sec} s wall;")
+     passage("(`fastslow mutate --theory-only`, then `--source-only`, `--workers 2`, under `nice -n 10` on the 2-core VM "
+             "shared with other jobs; theory {t_wall_min} min {t_wall_sec} s wall, {t_cpu} CPU-s at load {t_lo}–{t_hi}, "
+             "source {s_wall_min} min {s_wall_sec} s wall, {s_cpu} CPU-s at load {s_lo}–{s_hi};")
      + r"[\s\S]*?" + passage("**theory {t_killed}/{t_total} = {t_score}**; {timeouts} of them (the LN Jacobian without "
                               "mean removal, C without h) are counted as killed because a symbolic step ran past its "
                               "time limit of {limit} s (a refusal with its reason, weaker evidence than a failing number); "

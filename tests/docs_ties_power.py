@@ -318,7 +318,7 @@ def seed_offsets() -> dict:
 def theory_source_mutants() -> dict:
     """The theory and source mutants' rerun: docs/mutation/theory-mutants.json and source-mutants.json (what
     ``fastslow mutate --json`` wrote), counted here; the kills by a timeout and their limit read from each
-    mutant's reason; wall times and the source run's start from the run log."""
+    mutant's reason; wall, CPU seconds and load from the run log (timed entries)."""
     theory = _record("docs/mutation/theory-mutants.json")["theory"]
     source = _record("docs/mutation/source-mutants.json")["source"]
     killed = [m for m in theory["mutants"] if m["killed_by"] is not None]
