@@ -31,7 +31,7 @@ QUOTES: list = [
      passage("| idle (load < 1), 2026-12-04 {ii_hour}:{ii_minute} | `import-hf` | **{ii_wall} s** | {ii_cpu} s | "
              "**{ii_rss} GiB** | hidden states match transformers to {agree} (bound") + ANY
      + passage("; {gb} GB checkpoint; the agreement remeasured 2026-12-07, "
-               "`docs/scale/hf-gpt2-small-import.json` |")
+               "`docs/bench/hf-gpt2-small-import.json` |")
      + r"\s*" + passage("| idle (load < 1), 2026-12-04 {ci_hour}:{ci_minute} | `check --stack` | **{ci_wall_min} min "
                         "{ci_wall_sec} s** | {ci_cpu} s | **{ci_rss} GiB** |") + ANY
      + passage("| loaded (load {il_lo}–{il_hi}), 2026-12-03 | `import-hf` | {il_wall_min} min {il_wall_sec} s | "

@@ -90,13 +90,13 @@ def smoothness_run() -> dict:
 
 def small_table() -> dict:
     """The GPT-2-small table's first four rows (transcribed entries), the float64 checkpoint's size, the import's
-    agreement with transformers as remeasured by ``benchmarks.hf_gpt2_small`` (docs/scale/hf-gpt2-small-import.json),
+    agreement with transformers as remeasured by ``benchmarks.hf_gpt2_small`` (docs/bench/hf-gpt2-small-import.json),
     and the idle import and check the prose after the table repeats."""
     out = {**run("hf-gpt2-small-import-idle", "ii_"), **run("hf-gpt2-small-check-idle", "ci_"),
            **run("hf-gpt2-small-import-loaded", "il_"), **run("hf-gpt2-small-check-loaded", "cl_")}
     out["cl_minutes"] = _entry("hf-gpt2-small-check-loaded").wall_s / 60
     out["gb"] = _small_checkpoint_gb()
-    out["agree"] = _record("docs/scale/hf-gpt2-small-import.json")["hf_agreement"]["max_relative_error"]
+    out["agree"] = _record("docs/bench/hf-gpt2-small-import.json")["hf_agreement"]["max_relative_error"]
     out.update({"import_s": out["ii_wall"], "check_min": out["ci_wall_min"], "check_sec": out["ci_wall_sec"]})
     return out
 

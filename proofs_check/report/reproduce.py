@@ -169,11 +169,25 @@ def write_report(out: Path, ledger: dict | None = None, matrix: dict | None = No
 
 def recorded_scale_runs() -> list[dict]:
     """Scale ledgers committed under ``docs/scale/`` (``fastslow check --scale PRESET --json``): runs too long
-    for ``reproduce``, shown with their own environment and date, never as this run's verdict."""
+    for ``reproduce``, shown with their own environment and date, never as this run's verdict.  A file there that
+    the ledger schema refuses (a ``check --stack`` record of an imported checkpoint) is another kind of record and
+    is not read."""
     import json
 
+    from pydantic import ValidationError
+
+    from proofs_check.verdicts.ledger_schema import Ledger
+
     folder = Path(__file__).resolve().parents[2] / "docs" / "scale"
-    return [dict(json.loads(p.read_text()), recorded=p.name) for p in sorted(folder.glob("*.json"))]
+    runs = []
+    for p in sorted(folder.glob("*.json")):
+        record = json.loads(p.read_text())
+        try:
+            Ledger.model_validate(record)
+        except ValidationError:
+            continue
+        runs.append(dict(record, recorded=p.name))
+    return runs
 
 
 def scale_section(runs: list[dict]) -> list[str]:
